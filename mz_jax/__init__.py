@@ -2,7 +2,7 @@
 
 from mz_jax import transforms
 from mz_jax.ops import min_max_normalize, scale_gradient
-from mz_jax.types import Batch, ModelOutput, MuZeroNetwork
+from mz_jax.types import Batch, ModelOutput, MuZeroNetwork, Trajectory
 
 __version__ = "0.1.0"
 
@@ -10,6 +10,7 @@ __all__ = [
     "Batch",
     "ModelOutput",
     "MuZeroNetwork",
+    "Trajectory",
     "min_max_normalize",
     "scale_gradient",
     "transforms",

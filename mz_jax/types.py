@@ -68,3 +68,40 @@ class Batch(NamedTuple):
     target_policy: Array
     mask: Array
     weight: Array
+
+
+class Trajectory(NamedTuple):
+    """Self-play data as the actor records it and the replay stores it.
+
+    Leading axes are time-major: ``[T, E]`` from a rollout of T steps over E environments, ``[L, E]`` in
+    replay, ``[W]`` for one sampled window. Each environment's column is one continuous stream across
+    episode boundaries (environments reset automatically); ``terminated``/``truncated`` mark where an
+    episode ends. Row t describes the state observed at step t and the transition taken from it.
+
+    Attributes:
+      observation: ``[..., *obs_shape]`` the observation at step t.
+      action: ``[...]`` int32, the action taken at step t.
+      reward: ``[...]`` float32, the reward of that action, from the perspective of ``player`` at step t.
+      terminated: ``[...]`` bool, the transition from step t ended the episode in a terminal state.
+      truncated: ``[...]`` bool, the transition from step t ended the episode by a time limit (and did
+        not terminate it).
+      policy: ``[..., A]`` float32, the search policy at step t (visit distribution or Gumbel action
+        weights): the policy target.
+      root_value: ``[...]`` float32, the search value at step t from the perspective of ``player``.
+      player: ``[...]`` int32, the player to move at step t (always 0 in single-player environments).
+      legal_action_mask: ``[..., A]`` bool, the legal actions at step t.
+      bootstrap_value: ``[...]`` float32, where ``truncated``: the network's value of the state the
+        transition reached (which the stream does not hold, the environment having reset), from the
+        perspective of ``player`` at step t; 0 elsewhere.
+    """
+
+    observation: Array
+    action: Array
+    reward: Array
+    terminated: Array
+    truncated: Array
+    policy: Array
+    root_value: Array
+    player: Array
+    legal_action_mask: Array
+    bootstrap_value: Array
