@@ -1,0 +1,44 @@
+"""Shared helpers for the benchmark scripts: the machine's description and a careful timer."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+
+import jax
+
+
+def machine_description() -> str:
+    """One line naming the machine, so a table is never quoted without it."""
+    devices = jax.devices()
+    kinds = sorted({d.device_kind for d in devices})
+    cpu = platform.processor() or platform.machine()
+    return (
+        f"{platform.node()} | {cpu} | {os.cpu_count()} CPU cores | "
+        f"jax {jax.__version__} on {len(devices)} x {', '.join(kinds)} ({jax.default_backend()})"
+    )
+
+
+def median_seconds(fn: Callable[[], object], *, repeats: int = 5, warmup: int = 1) -> float:
+    """Median wall time of ``fn()`` (which must block until its result is ready)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def print_table(headers: list[str], rows: list[list[object]]) -> None:
+    """A GitHub-flavoured markdown table."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in cells:
+        print("| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |")

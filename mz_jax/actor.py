@@ -1,0 +1,252 @@
+"""Compiled self-play and evaluation: batched environments and batched search under one ``lax.scan``.
+
+A rollout of T steps over E environments is a single jitted program with no host round trip per step:
+observe, search, act, step (environments reset themselves), record. This is the Anakin architecture
+of the Podracer paper (Hessel et al., 2021). Everything the target builder needs is recorded in a
+:class:`mz_jax.Trajectory`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from mz_jax import transforms
+from mz_jax.envs import Env, EnvState, TimeStep
+from mz_jax.search import SearchConfig, search
+from mz_jax.types import Array, MuZeroNetwork, Params, Trajectory
+
+
+class ActorState(NamedTuple):
+    """The self-play environments between rollouts; leaves ``[E, ...]``.
+
+    Attributes:
+      env_state: the environments' states.
+      timestep: the latest time step of each environment (the observation to act on next).
+      episode_return: ``[E]`` float32, return of the episode so far, from player 0's perspective.
+      episode_length: ``[E]`` int32, steps of the episode so far.
+    """
+
+    env_state: EnvState
+    timestep: TimeStep
+    episode_return: Array
+    episode_length: Array
+
+
+class RolloutStats(NamedTuple):
+    """Sums over the episodes that ended during a rollout (divide by ``episodes`` for means).
+
+    Attributes:
+      episodes: number of episodes that ended.
+      return_sum: sum of their returns (player 0's perspective).
+      length_sum: sum of their lengths.
+      nonfinite: number of steps whose observation or reward was not finite.
+    """
+
+    episodes: Array
+    return_sum: Array
+    length_sum: Array
+    nonfinite: Array
+
+
+def init_actor(env: Env, key: Array, *, num_envs: int) -> ActorState:
+    """Resets ``num_envs`` environments."""
+    env_state, timestep = jax.vmap(env.reset)(jax.random.split(key, num_envs))
+    return ActorState(
+        env_state=env_state,
+        timestep=timestep,
+        episode_return=jnp.zeros(num_envs, jnp.float32),
+        episode_length=jnp.zeros(num_envs, jnp.int32),
+    )
+
+
+def _perspective_sign(player: Array, of_player: Array) -> Array:
+    """+1 where ``player`` is ``of_player``, else -1 (two-player zero-sum)."""
+    return jnp.where(player == of_player, 1.0, -1.0)
+
+
+def rollout(
+    params: Params,
+    key: Array,
+    state: ActorState,
+    *,
+    env: Env,
+    network: MuZeroNetwork,
+    search_config: SearchConfig,
+    num_steps: int,
+    temperature: float | Array = 1.0,
+) -> tuple[ActorState, Trajectory, RolloutStats]:
+    """Plays ``num_steps`` steps in every environment with search; returns data ``[T, E, ...]``.
+
+    Where an episode is truncated by a time limit, the state it reached is no longer in the stream
+    (the environment has reset), so its value is estimated here with the network
+    (``bootstrap_value``) for the n-step targets.
+    """
+
+    def step(carry, step_key):
+        actor = carry
+        search_key, env_key = jax.random.split(step_key)
+        timestep = actor.timestep
+        out = search(
+            params,
+            search_key,
+            timestep.observation,
+            timestep.legal_action_mask,
+            network=network,
+            config=search_config,
+            temperature=temperature,
+        )
+        num_envs = out.action.shape[0]
+        env_state, next_timestep = jax.vmap(env.step)(
+            jax.random.split(env_key, num_envs), actor.env_state, out.action
+        )
+        if env.max_episode_steps is None:
+            bootstrap_value = jnp.zeros(num_envs, jnp.float32)
+        else:
+            final_output, _ = network.initial_inference(params, next_timestep.final_observation)
+            final_value = transforms.logits_to_scalar(final_output.value_logits)
+            sign = _perspective_sign(next_timestep.final_player, timestep.player)
+            bootstrap_value = jnp.where(next_timestep.truncated, sign * final_value, 0.0)
+        data = Trajectory(
+            observation=timestep.observation,
+            action=out.action,
+            reward=next_timestep.reward,
+            terminated=next_timestep.terminated,
+            truncated=next_timestep.truncated,
+            policy=out.policy,
+            root_value=out.root_value,
+            player=timestep.player,
+            legal_action_mask=timestep.legal_action_mask,
+            bootstrap_value=bootstrap_value,
+        )
+        done = next_timestep.terminated | next_timestep.truncated
+        episode_return = actor.episode_return + next_timestep.reward * _perspective_sign(
+            timestep.player, 0
+        )
+        episode_length = actor.episode_length + 1
+        finite = jnp.isfinite(next_timestep.reward) & jnp.all(
+            jnp.isfinite(next_timestep.observation.reshape(num_envs, -1)), axis=-1
+        )
+        stats = RolloutStats(
+            episodes=jnp.sum(done),
+            return_sum=jnp.sum(jnp.where(done, episode_return, 0.0)),
+            length_sum=jnp.sum(jnp.where(done, episode_length, 0)),
+            nonfinite=jnp.sum(~finite),
+        )
+        actor = ActorState(
+            env_state=env_state,
+            timestep=next_timestep,
+            episode_return=jnp.where(done, 0.0, episode_return),
+            episode_length=jnp.where(done, 0, episode_length),
+        )
+        return actor, (data, stats)
+
+    state, (trajectory, stats) = jax.lax.scan(step, state, jax.random.split(key, num_steps))
+    return state, trajectory, jax.tree.map(jnp.sum, stats)
+
+
+class EvalResult(NamedTuple):
+    """The first episode of each evaluation environment; leaves ``[N]``.
+
+    Attributes:
+      episode_return: return from the agent's perspective (for two-player games: +1 win, -1 loss).
+      episode_length: steps until the episode ended (or ``max_steps``).
+      completed: whether the episode ended within ``max_steps``.
+    """
+
+    episode_return: Array
+    episode_length: Array
+    completed: Array
+
+
+def evaluate(
+    params: Params,
+    key: Array,
+    *,
+    env: Env,
+    network: MuZeroNetwork,
+    search_config: SearchConfig,
+    num_episodes: int,
+    max_steps: int,
+    opponent: str | None = None,
+) -> EvalResult:
+    """Greedy play (no root noise, argmax action) of one episode in each of ``num_episodes`` envs.
+
+    Args:
+      opponent: None for self-play (single-player environments), or ``"random"``: in a two-player game
+        the agent meets a uniformly random legal player, moving first in the first half of the
+        episodes and second in the other half.
+    """
+    if opponent not in (None, "random"):
+        raise ValueError(f"opponent must be None or 'random'; got {opponent!r}")
+    if opponent is not None and env.num_players != 2:
+        raise ValueError(
+            f"opponent={opponent!r} needs a two-player environment; {env.name} has one"
+        )
+    reset_key, loop_key = jax.random.split(key)
+    env_state, timestep = jax.vmap(env.reset)(jax.random.split(reset_key, num_episodes))
+    moves_first = jnp.arange(num_episodes) < (num_episodes + 1) // 2
+    # pgx draws which player id moves first; the agent takes that id, or the other one.
+    agent_id = jnp.where(moves_first, timestep.player, 1 - timestep.player)
+
+    def step(carry, step_key):
+        env_state, timestep, ret, length, done = carry
+        search_key, random_key, env_key = jax.random.split(step_key, 3)
+        out = search(
+            params,
+            search_key,
+            timestep.observation,
+            timestep.legal_action_mask,
+            network=network,
+            config=search_config,
+            greedy=True,
+        )
+        action = out.action
+        if opponent == "random":
+            random_action = jax.random.categorical(
+                random_key, jnp.where(timestep.legal_action_mask, 0.0, -jnp.inf)
+            ).astype(jnp.int32)
+            action = jnp.where(timestep.player == agent_id, action, random_action)
+        env_state, next_timestep = jax.vmap(env.step)(
+            jax.random.split(env_key, num_episodes), env_state, action
+        )
+        sign = (
+            _perspective_sign(timestep.player, agent_id)
+            if env.num_players == 2
+            else jnp.ones(num_episodes)
+        )
+        active = ~done
+        ret = ret + jnp.where(active, sign * next_timestep.reward, 0.0)
+        length = length + active.astype(jnp.int32)
+        done = done | next_timestep.terminated | next_timestep.truncated
+        return (env_state, next_timestep, ret, length, done), None
+
+    init = (
+        env_state,
+        timestep,
+        jnp.zeros(num_episodes, jnp.float32),
+        jnp.zeros(num_episodes, jnp.int32),
+        jnp.zeros(num_episodes, bool),
+    )
+    (_, _, ret, length, done), _ = jax.lax.scan(step, init, jax.random.split(loop_key, max_steps))
+    return EvalResult(episode_return=ret, episode_length=length, completed=done)
+
+
+def transition_spec(env: Env) -> Trajectory:
+    """The shapes and dtypes of one recorded transition of ``env`` (for sizing the replay)."""
+    num_actions = env.num_actions
+    scalar = lambda dtype: jax.ShapeDtypeStruct((), dtype)
+    return Trajectory(
+        observation=jax.ShapeDtypeStruct(tuple(env.observation_shape), jnp.float32),
+        action=scalar(jnp.int32),
+        reward=scalar(jnp.float32),
+        terminated=scalar(jnp.bool_),
+        truncated=scalar(jnp.bool_),
+        policy=jax.ShapeDtypeStruct((num_actions,), jnp.float32),
+        root_value=scalar(jnp.float32),
+        player=scalar(jnp.int32),
+        legal_action_mask=jax.ShapeDtypeStruct((num_actions,), jnp.bool_),
+        bootstrap_value=scalar(jnp.float32),
+    )

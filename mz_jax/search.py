@@ -1,0 +1,398 @@
+"""Batched MuZero and Gumbel MuZero search on a learned model, with mctx.
+
+Two policies over the same pair of network functions:
+
+* ``"muzero"``: pUCT search with Dirichlet noise at the root, acting by the root visit counts
+  (Schrittwieser et al., 2020, Appendix B; Silver et al., 2018 for the noise).
+* ``"gumbel"``: Gumbel MuZero, Sequential Halving with Gumbel at the root and the deterministic
+  completed-Q selection inside the tree; its policy target is ``softmax(logits + sigma(completed Q))``
+  (Danihelka et al., 2022, "Policy improvement by planning with Gumbel").
+
+Values and rewards come out of the network as categorical logits and are decoded with
+:func:`mz_jax.transforms.logits_to_scalar`. Values are from the perspective of the player to move and
+rewards from the perspective of the player who acted; in two-player alternating games mctx's discount
+between plies is therefore ``-discount``.
+
+What this module adds to mctx: the legal-action mask becomes a guarantee (the chosen action is legal
+whenever any action is, even for the MuZero policy at high temperature, where mctx can sample an
+action that was never visited); rows with no legal action (finished games) are searched harmlessly and
+flagged; non-finite root predictions are replaced before the search (so the tree stays finite and the
+action stays legal) and reported as NaN in the outputs instead of being hidden.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mctx
+
+from mz_jax.transforms import logits_to_scalar
+from mz_jax.types import Array, MuZeroNetwork, Params
+
+_POLICIES = ("muzero", "gumbel")
+
+RootFn = Callable[[Params, Array, Any], mctx.RootFnOutput]
+RecurrentFn = Callable[[Params, Array, Array, Any], tuple[mctx.RecurrentFnOutput, Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """Static settings of the search; plain Python, never traced.
+
+    Attributes:
+      policy: ``"muzero"`` (pUCT with Dirichlet noise) or ``"gumbel"`` (Gumbel MuZero).
+      num_simulations: simulations per search, at least 1.
+      discount: per-step discount gamma in [0, 1]; mctx uses ``-discount`` per ply when ``two_player``.
+      two_player: alternating two-player zero-sum game (values flip sign between plies).
+      dirichlet_alpha: concentration of the root Dirichlet noise (muzero policy), > 0.
+      dirichlet_fraction: weight of the root Dirichlet noise in [0, 1] (muzero policy).
+      pb_c_init: pUCT constant c1 (MuZero Appendix B), >= 0 (muzero policy).
+      pb_c_base: pUCT constant c2 (MuZero Appendix B), > 0 (muzero policy).
+      max_depth: largest number of edges from the root to a leaf, >= 1, or None for no bound
+        beyond ``num_simulations``; bounds the deep, slow trees an untrained network gives pUCT.
+      max_num_considered_actions: actions sampled at the root by Gumbel-Top-k, >= 1 (gumbel policy).
+      gumbel_scale: scale of the root Gumbel noise, >= 0; 0 searches deterministically (gumbel policy).
+      value_scale: c_scale of the completed-Q transform sigma, > 0 (gumbel policy).
+      maxvisit_init: c_visit of the completed-Q transform sigma, >= 0 (gumbel policy).
+      rescale_values: rescale completed Q-values to [0, 1] by their min and max before sigma (gumbel).
+      value_bounds: known ``(min, max)`` of Q-values, e.g. ``(-1.0, 1.0)`` for board games, to
+        normalise Q in pUCT; None normalises by the parent's and siblings' values (muzero policy).
+    """
+
+    policy: str = "gumbel"
+    num_simulations: int = 16
+    discount: float = 0.997
+    two_player: bool = False
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25
+    pb_c_init: float = 1.25
+    pb_c_base: float = 19652.0
+    max_depth: int | None = None
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+    value_scale: float = 0.1
+    maxvisit_init: float = 50.0
+    rescale_values: bool = True
+    value_bounds: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.policy not in _POLICIES:
+            raise ValueError(f"policy must be one of {_POLICIES}; got {self.policy!r}")
+        _check_int("num_simulations", self.num_simulations, minimum=1)
+        if self.max_depth is not None:
+            _check_int("max_depth", self.max_depth, minimum=1)
+        _check_int("max_num_considered_actions", self.max_num_considered_actions, minimum=1)
+        if not isinstance(self.two_player, bool):
+            raise ValueError(f"two_player must be a bool (True or False); got {self.two_player!r}")
+        if not isinstance(self.rescale_values, bool):
+            raise ValueError(
+                f"rescale_values must be a bool (True or False); got {self.rescale_values!r}"
+            )
+        _check_float("discount", self.discount, low=0.0, high=1.0)
+        _check_float("dirichlet_alpha", self.dirichlet_alpha, low=0.0, low_open=True)
+        _check_float("dirichlet_fraction", self.dirichlet_fraction, low=0.0, high=1.0)
+        _check_float("pb_c_init", self.pb_c_init, low=0.0)
+        _check_float("pb_c_base", self.pb_c_base, low=0.0, low_open=True)
+        _check_float("gumbel_scale", self.gumbel_scale, low=0.0)
+        _check_float("value_scale", self.value_scale, low=0.0, low_open=True)
+        _check_float("maxvisit_init", self.maxvisit_init, low=0.0)
+        if self.value_bounds is not None:
+            bounds = self.value_bounds
+            if (
+                not isinstance(bounds, tuple | list)
+                or len(bounds) != 2
+                or not all(_is_real(b) and math.isfinite(b) for b in bounds)
+                or not bounds[0] < bounds[1]
+            ):
+                raise ValueError(
+                    "value_bounds must be None or a pair (min, max) of finite numbers with "
+                    f"min < max; got {bounds!r}"
+                )
+        # mctx asserts Python floats for the Dirichlet parameters; accept ints from the CLI too.
+        for name in ("discount", "dirichlet_alpha", "dirichlet_fraction", "pb_c_init", "pb_c_base"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        if self.value_bounds is not None:
+            object.__setattr__(self, "value_bounds", tuple(float(b) for b in self.value_bounds))
+
+
+class SearchOutput(NamedTuple):
+    """The result of one batched search over B states with A actions.
+
+    Attributes:
+      action: ``[B]`` int32, the action to play; legal whenever the row has a legal action (0 otherwise).
+      policy: ``[B, A]`` float32, the policy target: the root visit distribution (muzero) or the
+        Gumbel MuZero improved policy ``action_weights`` (gumbel). Zero on illegal actions, all zeros
+        on rows without a legal action, all NaN on rows whose root prediction was not finite.
+      root_value: ``[B]`` float32, the search value of the root (mctx ``summary().value``) from the
+        perspective of the player to move; 0 on rows without a legal action, NaN on rows whose
+        root prediction was not finite.
+      has_legal_action: ``[B]`` bool, False for rows where no action is legal (a finished game):
+        such rows are searched as if all actions were legal, to keep the batch finite, and their
+        other outputs carry no meaning.
+    """
+
+    action: Array
+    policy: Array
+    root_value: Array
+    has_legal_action: Array
+
+
+def make_root_fn(network: MuZeroNetwork) -> RootFn:
+    """Returns ``root_fn(params, rng_key, observation[B, ...]) -> mctx.RootFnOutput``.
+
+    The representation and prediction functions at the root (MuZero Appendix B); the value is decoded
+    from its logits and everything the tree stores is float32 whatever the network's dtype.
+    """
+
+    def root_fn(params: Params, rng_key: Array, observation: Any) -> mctx.RootFnOutput:
+        del rng_key  # The network is deterministic; the key is in the signature for symmetry.
+        output, hidden = network.initial_inference(params, observation)
+        return mctx.RootFnOutput(
+            prior_logits=output.policy_logits.astype(jnp.float32),
+            value=logits_to_scalar(output.value_logits),
+            embedding=hidden,
+        )
+
+    return root_fn
+
+
+def make_recurrent_fn(network: MuZeroNetwork, *, discount: float, two_player: bool) -> RecurrentFn:
+    """Returns an mctx ``recurrent_fn(params, rng_key, action[B], hidden[B, ...])``.
+
+    The dynamics and prediction functions (MuZero Appendix B). The reward is the one predicted for
+    the transition into the new state, from the perspective of the player who acted; the value is
+    from the perspective of the player to move in the new state. Between alternating players the
+    discount is ``-discount``: the child's value counts negatively for the parent.
+
+    Args:
+      network: the MuZero network pair.
+      discount: gamma in [0, 1].
+      two_player: alternating two-player zero-sum game.
+    """
+    _check_float("discount", discount, low=0.0, high=1.0)
+    step_discount = -float(discount) if two_player else float(discount)
+
+    def recurrent_fn(
+        params: Params, rng_key: Array, action: Array, hidden: Any
+    ) -> tuple[mctx.RecurrentFnOutput, Any]:
+        del rng_key  # A deterministic model.
+        output, next_hidden = network.recurrent_inference(params, hidden, action)
+        value = logits_to_scalar(output.value_logits)
+        return (
+            mctx.RecurrentFnOutput(
+                reward=logits_to_scalar(output.reward_logits),
+                discount=jnp.full_like(value, step_discount),
+                prior_logits=output.policy_logits.astype(jnp.float32),
+                value=value,
+            ),
+            next_hidden,
+        )
+
+    return recurrent_fn
+
+
+def search(
+    params: Params,
+    rng_key: Array,
+    observation: Any,
+    legal_action_mask: Array,
+    *,
+    network: MuZeroNetwork,
+    config: SearchConfig,
+    temperature: float | Array = 1.0,
+    greedy: bool = False,
+) -> SearchOutput:
+    """Searches from B root observations and proposes an action for each.
+
+    Args:
+      params: network parameters, forwarded to both network functions.
+      rng_key: a PRNG key, consumed.
+      observation: ``[B, ...]`` root observations (or a pytree of them).
+      legal_action_mask: ``[B, A]`` bool, True where an action is legal at the root. Legality is
+        only known at the root; inside the tree the model's prior decides.
+      network: the MuZero network pair.
+      config: search settings.
+      temperature: muzero policy only: act by ``visits ** (1 / temperature)``; 0 acts by the most
+        visited action (ties broken at random). May be a traced scalar (a schedule by training
+        progress); a Python number must be finite and >= 0, a traced one is clipped below at the
+        smallest positive float. The gumbel policy ignores it: Sequential Halving chooses.
+      greedy: evaluation mode (static): no Dirichlet noise and ``gumbel_scale`` 0, the action is the
+        most visited legal action (muzero; ties to the lowest index) or the Gumbel policy's
+        deterministic choice, and the tree's tie-breaking uses a fixed key, so the result depends on
+        ``params`` and ``observation`` alone.
+
+    Returns:
+      A :class:`SearchOutput`.
+
+    Raises:
+      ValueError: for mismatched shapes (at trace time) or a bad Python ``temperature``.
+    """
+    if not isinstance(config, SearchConfig):
+        raise ValueError(f"config must be a SearchConfig; got {type(config).__name__}")
+    legal_action_mask = jnp.asarray(legal_action_mask)
+    if legal_action_mask.ndim != 2:
+        raise ValueError(
+            f"legal_action_mask must have shape [B, A]; got shape {legal_action_mask.shape}"
+        )
+    batch_size, num_actions = legal_action_mask.shape
+    observation_batch_sizes = {
+        jnp.shape(x)[0] if jnp.ndim(x) else None for x in jax.tree.leaves(observation)
+    }
+    if observation_batch_sizes != {batch_size}:
+        raise ValueError(
+            f"observation's leading (batch) axis must equal legal_action_mask's, {batch_size}; got "
+            f"{sorted(observation_batch_sizes, key=str)}"
+        )
+    if _is_real(temperature) and not (math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be finite and >= 0; got {temperature!r}")
+
+    root_key, search_key, action_key = jax.random.split(rng_key, 3)
+    if greedy:
+        # Evaluation is a function of the position alone: mctx still draws tie-breaking noise and
+        # (scaled to nothing) Dirichlet and Gumbel samples from the key.
+        search_key = jax.random.key(0)
+
+    root = make_root_fn(network)(params, root_key, observation)
+    if root.prior_logits.shape != (batch_size, num_actions):
+        raise ValueError(
+            f"the network's policy_logits have shape {root.prior_logits.shape}; the legal action "
+            f"mask needs [B, A] = {(batch_size, num_actions)}"
+        )
+
+    legal = legal_action_mask.astype(bool)
+    has_legal_action = jnp.any(legal, axis=-1)
+    # A finished game has no legal action; searching it with an empty mask gives mctx's arbitrary
+    # action 0 and uniform weights. Searching it as all-legal keeps the batch finite; the row is
+    # flagged instead.
+    legal = legal | ~has_legal_action[:, None]
+
+    # A NaN or +inf logit would make every masked softmax of the row NaN (mctx subtracts the max),
+    # which the muzero policy then hides behind a plausible visit distribution. Search on finite
+    # stand-ins and report the row as NaN so that the caller's finiteness checks see it; a -inf
+    # logit is a legitimate zero probability and becomes the most negative finite logit.
+    logits = root.prior_logits
+    root_not_finite = jnp.any(jnp.isnan(logits) | jnp.isposinf(logits), axis=-1) | ~jnp.isfinite(
+        root.value
+    )
+    min_logit = jnp.finfo(logits.dtype).min
+    logits = jnp.where(
+        jnp.isneginf(logits), min_logit, jnp.where(jnp.isfinite(logits), logits, 0.0)
+    )
+    root = root.replace(
+        prior_logits=logits, value=jnp.where(jnp.isfinite(root.value), root.value, 0.0)
+    )
+
+    recurrent_fn = make_recurrent_fn(
+        network, discount=config.discount, two_player=config.two_player
+    )
+    invalid_actions = ~legal
+    if config.policy == "muzero":
+        if config.value_bounds is None:
+            qtransform = mctx.qtransform_by_parent_and_siblings
+        else:
+            qtransform = functools.partial(
+                mctx.qtransform_by_min_max,
+                min_value=config.value_bounds[0],
+                max_value=config.value_bounds[1],
+            )
+        policy_output = mctx.muzero_policy(
+            params,
+            search_key,
+            root,
+            recurrent_fn,
+            config.num_simulations,
+            invalid_actions=invalid_actions,
+            max_depth=config.max_depth,
+            qtransform=qtransform,
+            dirichlet_fraction=0.0 if greedy else config.dirichlet_fraction,
+            dirichlet_alpha=config.dirichlet_alpha,
+            pb_c_init=config.pb_c_init,
+            pb_c_base=config.pb_c_base,
+        )
+        visit_counts = policy_output.search_tree.summary().visit_counts
+        # mctx samples from log(max(visit_probs, tiny)) / temperature, which leaves unvisited and
+        # illegal actions a probability that grows with the temperature; act only among visited
+        # actions instead, so the action is legal by construction.
+        if greedy:
+            action = jnp.argmax(jnp.where(legal, visit_counts, -1.0), axis=-1)
+        else:
+            action = _sample_by_visit_counts(action_key, visit_counts, legal, temperature)
+    else:
+        policy_output = mctx.gumbel_muzero_policy(
+            params,
+            search_key,
+            root,
+            recurrent_fn,
+            config.num_simulations,
+            invalid_actions=invalid_actions,
+            max_depth=config.max_depth,
+            qtransform=functools.partial(
+                mctx.qtransform_completed_by_mix_value,
+                value_scale=config.value_scale,
+                maxvisit_init=config.maxvisit_init,
+                rescale_values=config.rescale_values,
+            ),
+            max_num_considered_actions=config.max_num_considered_actions,
+            gumbel_scale=0.0 if greedy else config.gumbel_scale,
+        )
+        # mctx takes the argmax over legal actions only (masked_argmax): legal by construction.
+        action = policy_output.action
+
+    policy = jnp.where(has_legal_action[:, None], policy_output.action_weights, 0.0)
+    policy = jnp.where(root_not_finite[:, None], jnp.nan, policy)
+    root_value = policy_output.search_tree.summary().value
+    root_value = jnp.where(has_legal_action, root_value, 0.0)
+    root_value = jnp.where(root_not_finite, jnp.nan, root_value)
+    return SearchOutput(
+        action=jnp.where(has_legal_action, action, 0).astype(jnp.int32),
+        policy=policy.astype(jnp.float32),
+        root_value=root_value.astype(jnp.float32),
+        has_legal_action=has_legal_action,
+    )
+
+
+def _sample_by_visit_counts(
+    rng_key: Array, visit_counts: Array, legal: Array, temperature: float | Array
+) -> Array:
+    """Samples ``[B]`` actions with probability proportional to ``visits ** (1 / temperature)``.
+
+    Only visited legal actions can be drawn; the root's action selection visits only legal actions
+    and every search makes at least one visit, so every row has one.
+    """
+    visited = legal & (visit_counts > 0)
+    logits = jnp.where(visited, jnp.log(jnp.where(visited, visit_counts, 1.0)), -jnp.inf)
+    # Subtracting the max keeps the division by a tiny temperature from overflowing to +inf.
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    tiny = jnp.finfo(logits.dtype).tiny
+    logits = logits / jnp.maximum(jnp.asarray(temperature, logits.dtype), tiny)
+    return jax.random.categorical(rng_key, logits, axis=-1)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_int(name: str, value: Any, *, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+
+
+def _check_float(
+    name: str,
+    value: Any,
+    *,
+    low: float,
+    high: float = math.inf,
+    low_open: bool = False,
+) -> None:
+    ok = _is_real(value) and math.isfinite(value) and value <= high
+    ok = ok and (value > low if low_open else value >= low)
+    if not ok:
+        interval = f"{'(' if low_open else '['}{low}, {high}{']' if math.isfinite(high) else ')'}"
+        raise ValueError(f"{name} must be a finite number in {interval}; got {value!r}")

@@ -1,0 +1,170 @@
+"""Training targets of MuZero (Schrittwieser et al., 2020, Appendix G): n-step values, rewards, policies.
+
+One sampled window of self-play data (a :class:`mz_jax.Trajectory` whose fields have leading axis
+``[W]``, a contiguous slice of one environment's stream starting at the sampled state) becomes one
+training example (a :class:`mz_jax.Batch` without batch axis). The maths is written for one window;
+callers ``jax.vmap`` it over the sampled windows::
+
+    batch = jax.vmap(functools.partial(make_targets, num_unroll_steps=5, td_steps=10, discount=0.997))(
+        windows
+    )
+
+For unroll step ``k = 0..K`` (``K = num_unroll_steps``, ``n = td_steps``, ``γ = discount``), with
+``σ(k, j) = +1`` if ``player[j] == player[k]`` else ``-1`` (two-player zero-sum games; single-player
+environments have ``player`` always 0) and ``e`` the first row whose transition ended the episode:
+
+- value: ``z_k = Σ_{j=k}^{min(k+n-1, e)} γ^(j-k) σ(k, j) r_j`` plus a bootstrap: none if the episode
+  terminated at ``e <= k+n-1`` (a Monte-Carlo return, as for board games with ``n`` past the game's
+  end); ``γ^(e-k+1) σ(k, e) bootstrap_value[e]`` if it was truncated there; otherwise
+  ``γ^n σ(k, k+n) root_value[k+n]``.
+- reward: ``target_reward[k] = r_{k-1}`` for ``k >= 1`` (step 0's reward head is not trained).
+- policy: the search policy of row ``k``.
+
+Steps after a termination are absorbing states (value 0, reward 0 but for the final reward at ``e+1``,
+policy all zeros, mask 1); steps after a truncation lie beyond the collected data (mask 0).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from mz_jax.types import Array, Batch, Trajectory
+
+
+def _check_knobs(*, num_unroll_steps: int, td_steps: int) -> None:
+    if num_unroll_steps < 1:
+        raise ValueError(f"num_unroll_steps must be >= 1; got {num_unroll_steps}")
+    if td_steps < 1:
+        raise ValueError(f"td_steps must be >= 1; got {td_steps}")
+
+
+def window_length(*, num_unroll_steps: int, td_steps: int) -> int:
+    """The number of rows ``W = K + td_steps + 1`` that :func:`make_targets` needs.
+
+    The value target of the last unroll step ``K`` bootstraps from ``root_value[K + td_steps]``.
+    """
+    _check_knobs(num_unroll_steps=num_unroll_steps, td_steps=td_steps)
+    return num_unroll_steps + td_steps + 1
+
+
+def _any_before(flags: Array) -> Array:
+    """``out[j] = any(flags[:j])`` for a bool vector ``[N]`` (an exclusive cumulative or)."""
+    counts = jnp.cumsum(flags.astype(jnp.int32))
+    return (counts - flags.astype(jnp.int32)) > 0
+
+
+def _perspective(player: Array, rows: Array, of_rows: Array) -> Array:
+    """``σ``: +1 where ``player[rows]`` is ``player[of_rows]``, -1 otherwise (zero-sum sign flip)."""
+    return jnp.where(player[rows] == player[of_rows], 1.0, -1.0).astype(jnp.float32)
+
+
+def make_targets(
+    window: Trajectory, *, num_unroll_steps: int, td_steps: int, discount: float
+) -> Batch:
+    """The MuZero training targets of one sampled window (MuZero paper, Appendix G, ``make_target``).
+
+    Args:
+      window: a :class:`mz_jax.Trajectory` for one sampled sequence: every field has leading axis
+        ``[W]`` with ``W >= K + td_steps + 1`` (see :func:`window_length`); row 0 is the sampled state.
+        Rows past the end of its episode (the next episode of the stream) are read only to be masked
+        out, with ``where``, so any value there, even NaN, is harmless.
+      num_unroll_steps: ``K >= 1``, the number of steps the model is unrolled.
+      td_steps: ``n >= 1``, the number of real rewards before bootstrapping from a search value; a
+        value at least as long as an episode gives Monte-Carlo targets.
+      discount: ``γ`` in ``[0, 1]``, a Python float (not traced).
+
+    Returns:
+      A :class:`mz_jax.Batch` for one example, no batch axis: ``observation`` ``[*obs_shape]`` (row 0),
+      ``actions`` ``[K]`` int32, ``target_value`` ``[K+1]``, ``target_reward`` ``[K+1]``,
+      ``target_policy`` ``[K+1, A]``, ``mask`` ``[K+1]`` (all float32) and ``weight`` ``[]`` = 1 (the
+      replay overwrites it with importance-sampling weights). Values and rewards are from the
+      perspective of the player to move at each step (rewards: of the player who took the action).
+
+    Raises:
+      ValueError: for a knob out of range, a field whose rank or leading axis does not fit, or a
+        window shorter than ``K + td_steps + 1``.
+    """
+    _check_knobs(num_unroll_steps=num_unroll_steps, td_steps=td_steps)
+    if not 0.0 <= discount <= 1.0:
+        raise ValueError(f"discount must be in [0, 1]; got {discount}")
+    if window.reward.ndim != 1:
+        raise ValueError(
+            f"window.reward must have shape [W] (one window; vmap over a batch of windows); "
+            f"got shape {window.reward.shape}"
+        )
+    length = window.reward.shape[0]
+    for name, field in window._asdict().items():
+        if field.ndim < 1 or field.shape[0] != length:
+            raise ValueError(
+                f"window.{name} must have leading axis W = {length} like window.reward; "
+                f"got shape {field.shape}"
+            )
+    needed = window_length(num_unroll_steps=num_unroll_steps, td_steps=td_steps)
+    if length < needed:
+        raise ValueError(
+            f"window has W = {length} rows; num_unroll_steps={num_unroll_steps} and "
+            f"td_steps={td_steps} need W >= num_unroll_steps + td_steps + 1 = {needed}"
+        )
+
+    num_steps = num_unroll_steps + 1
+    reward = window.reward.astype(jnp.float32)
+    root_value = window.root_value.astype(jnp.float32)
+    player = window.player
+    terminated = window.terminated.astype(bool)
+    # A row flagged both ways reached a terminal state: its value is 0, so it must not bootstrap.
+    truncated = window.truncated.astype(bool) & ~terminated
+
+    # in_episode[j]: row j belongs to row 0's episode (no earlier row ended it). Once step k is in the
+    # episode, row j >= k contributes to z_k exactly when in_episode[j], so one vector serves all k.
+    in_episode = ~_any_before(terminated | truncated)
+    truncated_before = _any_before(truncated & in_episode)
+
+    steps = np.arange(num_steps)  # unroll step k, and the row it starts from
+    rows = steps[:, None] + np.arange(td_steps)[None, :]  # [K+1, n]: the rows j = k..k+n-1 of z_k
+    discounts = np.power(np.float32(discount), np.arange(td_steps), dtype=np.float32)  # γ^(j-k)
+
+    # A truncating row's bootstrap is one discount beyond its reward and from the same player's
+    # perspective, so it joins that row's reward: r_j + γ bootstrap_value[j].
+    step_return = reward + discount * jnp.where(
+        truncated, window.bootstrap_value.astype(jnp.float32), 0.0
+    )
+    n_step = jnp.sum(
+        jnp.where(
+            in_episode[rows],
+            discounts * _perspective(player, rows, steps[:, None]) * step_return[rows],
+            0.0,
+        ),
+        axis=1,
+    )
+    # root_value[k+n] is of the same episode only if rows k..k+n-1 did not end it.
+    bootstrap_rows = steps + td_steps
+    bootstrap = jnp.where(
+        in_episode[bootstrap_rows],
+        discount**td_steps
+        * _perspective(player, bootstrap_rows, steps)
+        * root_value[bootstrap_rows],
+        0.0,
+    )
+
+    step_in_episode = in_episode[:num_steps]
+    target_value = jnp.where(step_in_episode, n_step + bootstrap, 0.0)
+    # The reward of the action at row k-1 is data while that row is in the episode; this keeps the
+    # final reward at step e+1 (an absorbing state after termination) and zeroes the steps after it.
+    taken_reward = jnp.where(in_episode[: num_steps - 1], reward[: num_steps - 1], 0.0)
+    target_reward = jnp.concatenate([jnp.zeros((1,), jnp.float32), taken_reward])
+    target_policy = jnp.where(
+        step_in_episode[:, None], window.policy[:num_steps].astype(jnp.float32), 0.0
+    )
+    # Absorbing states after a termination are trained (mask 1); after a truncation there is no data.
+    mask = (~truncated_before[:num_steps]).astype(jnp.float32)
+
+    return Batch(
+        observation=window.observation[0],
+        actions=window.action[:num_unroll_steps].astype(jnp.int32),
+        target_value=target_value.astype(jnp.float32),
+        target_reward=target_reward,
+        target_policy=target_policy,
+        mask=mask,
+        weight=jnp.ones((), jnp.float32),
+    )
