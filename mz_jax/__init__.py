@@ -8,6 +8,7 @@ Submodules hold the rest: ``networks``, ``transforms``, ``search``, ``envs``, ``
 
 from mz_jax import (
     actor,
+    agent,
     envs,
     learner,
     networks,
@@ -16,8 +17,10 @@ from mz_jax import (
     targets,
     transforms,
 )
+from mz_jax.agent import Agent
 from mz_jax.config import NetworkConfig, TrainConfig
 from mz_jax.envs import Env, list_envs, make_env
+from mz_jax.learner import make_data_parallel_update, make_pmap_update
 from mz_jax.loss import LossAux, make_loss_fn
 from mz_jax.ops import min_max_normalize, scale_gradient
 from mz_jax.search import SearchConfig, SearchOutput
@@ -28,6 +31,7 @@ from mz_jax.types import Batch, ModelOutput, MuZeroNetwork, Trajectory
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "Batch",
     "Env",
     "LossAux",
@@ -39,11 +43,14 @@ __all__ = [
     "TrainConfig",
     "Trajectory",
     "actor",
+    "agent",
     "envs",
     "learner",
     "list_envs",
+    "make_data_parallel_update",
     "make_env",
     "make_loss_fn",
+    "make_pmap_update",
     "make_targets",
     "make_train",
     "min_max_normalize",

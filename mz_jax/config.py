@@ -17,9 +17,25 @@ def _fail(name: str, value, allowed: str) -> None:
     raise ValueError(f"config field {name!r} = {value!r} is invalid: allowed {allowed}")
 
 
-def _check_int(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        _fail(name, value, f"an integer >= {minimum}")
+def _check_int(name: str, value, minimum: int, maximum: int | None = None) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        _fail(
+            name,
+            value,
+            f"an integer >= {minimum}"
+            if maximum is None
+            else f"an integer in [{minimum}, {maximum}]",
+        )
+
+
+def _check_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        _fail(name, value, "True or False")
 
 
 def _check_float(name, value, low, high, *, low_open=False, high_open=False) -> None:
@@ -58,8 +74,12 @@ class NetworkConfig:
     def __post_init__(self) -> None:
         if self.kind not in ("auto", "mlp", "resnet"):
             _fail("network.kind", self.kind, "'auto', 'mlp' or 'resnet'")
-        if not self.hidden_sizes or any(
-            isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in self.hidden_sizes
+        if (
+            not isinstance(self.hidden_sizes, tuple | list)
+            or not self.hidden_sizes
+            or any(
+                isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in self.hidden_sizes
+            )
         ):
             _fail("network.hidden_sizes", self.hidden_sizes, "a non-empty tuple of integers >= 1")
         for name in (
@@ -70,6 +90,7 @@ class NetworkConfig:
             "reward_support_size",
         ):
             _check_int(f"network.{name}", getattr(self, name), 1)
+        _check_bool("network.downsample", self.downsample)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +102,7 @@ class TrainConfig:
     max_episode_steps: int | None = None
     """Time limit in environment steps (truncation); None keeps the environment's own."""
     seed: int = 0
-    """Seed of every random choice of the run."""
+    """Seed of every random choice of the run, in [0, 2**31 - 1]."""
     total_env_steps: int | None = 100_000
     """Stop after this many environment steps (all environments together); None runs until stopped."""
 
@@ -153,13 +174,23 @@ class TrainConfig:
     keep_checkpoints: int = 3
     """The newest checkpoints kept."""
     keep_checkpoint_every: int | None = None
-    """Also keep every checkpoint whose update step is a multiple of this; None keeps no others."""
+    """Also save and keep the checkpoint of every iteration that is a multiple of this; None keeps
+    no others."""
 
     def __post_init__(self) -> None:
+        # Every field is checked here, before anything is built or compiled; one error names the
+        # field, its value and what is allowed. The environment's name is checked against the
+        # registry by make_train (building the list imports every backend).
+        if not isinstance(self.search, SearchConfig):
+            _fail("search", self.search, "a mz_jax.search.SearchConfig")
+        if not isinstance(self.network, NetworkConfig):
+            _fail("network", self.network, "a mz_jax.config.NetworkConfig")
         if not isinstance(self.env, str) or ":" not in self.env:
             _fail("env", self.env, "'gymnax:<id>' or 'pgx:<id>' (run `mz-jax envs` for the list)")
         if self.max_episode_steps is not None:
             _check_int("max_episode_steps", self.max_episode_steps, 1)
+        # jax.random.key keeps 32 bits, and init takes the seed as a traced int32.
+        _check_int("seed", self.seed, 0, 2**31 - 1)
         if self.total_env_steps is not None:
             _check_int("total_env_steps", self.total_env_steps, 1)
         for name in (
@@ -185,7 +216,7 @@ class TrainConfig:
             _check_int("lr_decay_updates", self.lr_decay_updates, 1)
         _check_float("discount", self.discount, 0.0, 1.0, low_open=True)
         _check_float("priority_alpha", self.priority_alpha, 0.0, 10.0)
-        if len(self.priority_beta) != 2:
+        if not isinstance(self.priority_beta, tuple | list) or len(self.priority_beta) != 2:
             _fail("priority_beta", self.priority_beta, "a pair (start, end) of numbers in [0, 1]")
         for beta in self.priority_beta:
             _check_float("priority_beta", beta, 0.0, 1.0)
@@ -207,28 +238,47 @@ class TrainConfig:
         if self.keep_checkpoint_every is not None:
             _check_int("keep_checkpoint_every", self.keep_checkpoint_every, 1)
         schedule = self.temperature_schedule
-        if not schedule or any(len(p) != 2 for p in schedule):
+        if (
+            not isinstance(schedule, tuple | list)
+            or not schedule
+            or any(not isinstance(p, tuple | list) or len(p) != 2 for p in schedule)
+        ):
             _fail(
                 "temperature_schedule",
                 schedule,
                 "a non-empty tuple of (fraction, temperature) pairs",
             )
         fractions = [p[0] for p in schedule]
+        for fraction in fractions:
+            _check_float("temperature_schedule", fraction, 0.0, math.inf, high_open=True)
         if fractions != sorted(fractions) or fractions[-1] < 1.0:
             _fail("temperature_schedule", schedule, "fractions increasing and the last one >= 1.0")
         for _, temperature in schedule:
             _check_float("temperature_schedule", temperature, 0.0, 100.0, low_open=True)
-        if self.replay_capacity < self.num_envs * (self.num_unroll_steps + self.td_steps + 1):
+        # The replay keeps replay_capacity // num_envs time slots per environment stream; a stream
+        # must hold one training sequence and one rollout.
+        window = self.num_unroll_steps + self.td_steps + 1
+        slots_needed = max(window, self.rollout_length)
+        if self.replay_capacity < self.num_envs * slots_needed:
             _fail(
                 "replay_capacity",
                 self.replay_capacity,
-                f"at least num_envs * (num_unroll_steps + td_steps + 1) = "
-                f"{self.num_envs * (self.num_unroll_steps + self.td_steps + 1)} (one sequence per "
-                "environment stream)",
+                f"at least num_envs * max(num_unroll_steps + td_steps + 1, rollout_length) = "
+                f"{self.num_envs} * {slots_needed} = {self.num_envs * slots_needed} (one sequence "
+                "and one rollout per environment stream)",
+            )
+        slots = self.replay_capacity // self.num_envs
+        if self.min_replay_steps > slots:
+            _fail(
+                "min_replay_steps",
+                self.min_replay_steps,
+                f"at most replay_capacity // num_envs = {slots} (the steps one environment stream "
+                "holds; more would never be reached)",
             )
 
     def check_devices(self, num_devices: int) -> None:
         """Raises if the batch or the environments cannot be split evenly over ``num_devices``."""
+        _check_int("number of devices", num_devices, 1)
         for name in ("num_envs", "batch_size"):
             value = getattr(self, name)
             if value % num_devices:

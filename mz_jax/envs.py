@@ -13,7 +13,8 @@ bootstrap a value across a time-limit truncation). This is the Anakin setting of
 (Hessel et al., 2021): acting runs as one compiled program and never returns to the host to reset.
 
 Names are ``"gymnax:<id>"`` (every discrete-action gymnax environment) or ``"pgx:<id>"`` (every
-single-player or two-player pgx game); :func:`list_envs` gives them all.
+single-player or two-player pgx game), or a name given to :func:`register_env` (by convention
+``"custom:<id>"``) for an environment of your own; :func:`list_envs` gives them all.
 
 Backend notes:
   * gymnax (>= 1.0): the time limit is ``params.max_steps_in_episode`` (override it with
@@ -59,6 +60,8 @@ _GYMNAX_DOWNLOADS_ON_CONSTRUCTION = frozenset({"MNISTBandit-bsuite"})
 # Known from pgx 2.6 without constructing (shogi alone takes seconds to build); make_env still checks
 # num_players of whatever it builds.
 _PGX_MORE_THAN_TWO_PLAYERS = frozenset({"sparrow_mahjong", "mahjong"})
+# Factories given to register_env, by name: consulted by make_env before the gymnax and pgx names.
+_REGISTERED: dict[str, Callable[..., Env]] = {}
 
 
 class EnvState(NamedTuple):
@@ -157,6 +160,13 @@ def make_env(name: str, *, max_episode_steps: int | None = None, **kwargs: Any) 
         raise ValueError(
             f"max_episode_steps must be None or a positive int, got {max_episode_steps!r}."
         )
+    if name in _REGISTERED:
+        env = _REGISTERED[name](max_episode_steps=max_episode_steps, **kwargs)
+        if not isinstance(env, Env):
+            raise ValueError(
+                f"the factory registered for {name!r} returned {type(env).__name__}, not an Env."
+            )
+        return env
     if name.startswith(GYMNAX_PREFIX):
         env_id = name[len(GYMNAX_PREFIX) :]
         if env_id in _gymnax_ids():
@@ -173,12 +183,37 @@ def make_env(name: str, *, max_episode_steps: int | None = None, **kwargs: Any) 
 
 
 def list_envs() -> list[str]:
-    """Every name :func:`make_env` supports: gymnax ones first (registry order), then pgx ones.
+    """Every name :func:`make_env` supports: gymnax ones first (registry order), then pgx ones, then
+    those given to :func:`register_env` (in order of registration).
 
     Builds each gymnax environment once (cached) to check that it constructs and has discrete actions;
     pgx games are not built (some take seconds), only those with more than two players are left out.
     """
-    return list(_supported_names())
+    return [*_supported_names(), *_REGISTERED]
+
+
+def register_env(name: str, factory: Callable[..., Env]) -> None:
+    """Makes ``make_env(name, max_episode_steps=..., **kwargs)`` return ``factory(max_episode_steps=...,
+    **kwargs)``, for an environment that is neither gymnax nor pgx.
+
+    Registration lives in this process only: import the module that registers before
+    :func:`mz_jax.train.make_train` runs, in every process of a multi-host run. Registering a name
+    again replaces its factory.
+
+    Args:
+      name: not starting with ``"gymnax:"`` or ``"pgx:"``; use ``"custom:<id>"``, which
+        :class:`mz_jax.TrainConfig` accepts (it asks for a ``':'``).
+      factory: called with the keyword ``max_episode_steps`` (an int or None) and any keyword
+        arguments of ``make_env``; returns an :class:`Env`.
+    """
+    if not isinstance(name, str) or not name or name.startswith((GYMNAX_PREFIX, PGX_PREFIX)):
+        raise ValueError(
+            f"a registered name must be a non-empty str not starting with {GYMNAX_PREFIX!r} or "
+            f"{PGX_PREFIX!r} (e.g. 'custom:corridor'); got {name!r}."
+        )
+    if not callable(factory):
+        raise ValueError(f"factory must be callable; got {factory!r}.")
+    _REGISTERED[name] = factory
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -216,10 +251,10 @@ def _select_tree(done: Array, on_done, otherwise):
 
 
 def _unknown_name_message(name: str) -> str:
-    supported = _supported_names()
+    supported = list_envs()
 
     def similarity(candidate: str) -> float:
-        bare = candidate.split(":", 1)[1]
+        bare = candidate.split(":", 1)[-1]
         query = name.lower()
         return max(
             difflib.SequenceMatcher(None, query, candidate.lower()).ratio(),
@@ -231,7 +266,8 @@ def _unknown_name_message(name: str) -> str:
     rest = [candidate for candidate in supported if candidate not in close]
     hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
     return (
-        f"Unknown environment name {name!r}; names are 'gymnax:<id>' or 'pgx:<id>'.{hint} "
+        f"Unknown environment name {name!r}; names are 'gymnax:<id>', 'pgx:<id>' or one given to "
+        f"mz_jax.envs.register_env.{hint} "
         f"Available: {', '.join(close + rest)}."
     )
 

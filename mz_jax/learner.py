@@ -2,16 +2,22 @@
 
 The update is written for one device and averages gradients with ``lax.pmean`` over the mesh axis
 ``'data'``; :mod:`mz_jax.train` wraps the whole per-device iteration in ``jax.shard_map`` (or
-``jax.pmap``, which gives the same result).
+``jax.pmap``, which gives the same result). For a training loop of one's own,
+:func:`make_data_parallel_update` (``shard_map`` over a mesh) and :func:`make_pmap_update` (``pmap``)
+wrap the update alone: parameters replicated, the batch split over devices along its leading axis.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 from mz_jax.loss import LossAux, LossFn
 from mz_jax.types import Array, Batch, Params
@@ -118,7 +124,7 @@ def update(
         grads = jax.lax.pmean(grads, axis_name)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
-    grad_norm = optax.global_norm(grads)
+    grad_norm = optax.tree.norm(grads)
     metrics = UpdateMetrics(
         loss=loss,
         value_loss=aux.value_loss,
@@ -132,3 +138,122 @@ def update(
     if axis_name is not None:
         metrics = jax.lax.pmean(metrics, axis_name)
     return TrainState(params, opt_state, state.step + 1), aux, metrics
+
+
+UpdateFn = Callable[[TrainState, Batch], tuple[TrainState, UpdateMetrics]]
+
+
+def _update_without_aux(
+    state: TrainState, batch: Batch, **kwargs
+) -> tuple[TrainState, UpdateMetrics]:
+    # The per-example priorities in LossAux are sharded like the batch; the wrappers below return
+    # replicated values only, so they are dropped here.
+    state, _, metrics = update(state, batch, **kwargs)
+    return state, metrics
+
+
+def make_data_parallel_update(
+    loss_fn: LossFn,
+    optimizer: optax.GradientTransformation,
+    schedule: optax.Schedule,
+    mesh: Mesh,
+    *,
+    axis_name: str = AXIS,
+    donate: bool = False,
+) -> UpdateFn:
+    """The learner update, data-parallel over the ``axis_name`` axis of ``mesh``, under one ``jax.jit``.
+
+    ``update_fn(train_state, batch) -> (train_state, metrics)``: the :class:`TrainState` is replicated
+    (``P()``); every leaf of the :class:`~mz_jax.types.Batch` (``[B, ...]``, B a multiple of the axis
+    size) is split along its leading axis (``P(axis_name)``). Each device runs :func:`update` on its
+    ``B / N`` examples, gradients and metrics are averaged over the axis, and every device applies the
+    same step, so the result is the update of the whole batch on one device (up to float summation
+    order). Metrics are scalars, replicated.
+
+    Put inputs on the mesh first: ``jax.device_put(batch, NamedSharding(mesh, P(axis_name)))`` and
+    ``jax.device_put(train_state, NamedSharding(mesh, P()))`` (after ``jax.distributed.initialize()``
+    each process builds its share of the global batch, e.g. with ``jax.make_array_from_process_local_data``).
+
+    Args:
+      loss_fn: ``loss_fn(params, batch) -> (loss, LossAux)``, e.g. :func:`mz_jax.make_loss_fn`; the
+        loss must be a mean over the batch, so the mean of the per-device means is the global mean.
+      optimizer: e.g. :func:`make_optimizer`.
+      schedule: the learning-rate schedule of ``optimizer``, reported in the metrics.
+      mesh: a mesh with an axis named ``axis_name`` (other axes, if any, see replicated inputs).
+      axis_name: the mesh axis the batch is split over.
+      donate: donate the input train state's buffers to the output (saves one copy of the parameters
+        and optimiser state; the input state must not be used afterwards).
+
+    Returns:
+      The jitted ``update_fn``.
+    """
+    if axis_name not in mesh.axis_names:
+        raise ValueError(f"mesh has axes {mesh.axis_names}; no axis named {axis_name!r}")
+
+    per_device = functools.partial(
+        _update_without_aux,
+        loss_fn=loss_fn,
+        optimizer=optimizer,
+        schedule=schedule,
+        axis_name=axis_name,
+    )
+
+    # check_vma=False: with it on, JAX differentiates the replicated parameters as one value shared
+    # by all devices and sums their gradients itself, so the explicit pmean in `update` would see
+    # N times the mean gradient. Off, each device differentiates its own copy, exactly as under pmap.
+    sharded = jax.shard_map(
+        per_device,
+        mesh=mesh,
+        in_specs=(P(), P(axis_name)),
+        out_specs=(P(), P()),
+        check_vma=False,
+    )
+    return jax.jit(sharded, donate_argnums=(0,) if donate else ())
+
+
+def make_pmap_update(
+    loss_fn: LossFn,
+    optimizer: optax.GradientTransformation,
+    schedule: optax.Schedule,
+    *,
+    devices: Sequence[jax.Device] | None = None,
+    axis_name: str = AXIS,
+    donate: bool = False,
+) -> UpdateFn:
+    """The update of :func:`make_data_parallel_update`, run by ``jax.pmap`` instead of ``shard_map``.
+
+    ``update_fn(train_state, batch) -> (train_state, metrics)`` in the pmap layout: every input and
+    output leaf has a leading device axis of size N = ``len(devices)``. The train state is N copies
+    (e.g. ``jax.tree.map(lambda x: np.broadcast_to(x, (N, *x.shape)), state)``; all copies stay
+    equal), the batch is ``[N, B / N, ...]``, and each metric is ``[N]`` with N equal entries. With the
+    same data it computes the same as :func:`make_data_parallel_update`.
+
+    Outputs come back as ``NamedSharding(Mesh(devices, (axis_name,)), P(axis_name))``; putting the
+    first state there too (``jax.device_put``) spares a second compilation on the second call.
+
+    Args:
+      loss_fn: as in :func:`make_data_parallel_update`.
+      optimizer: as in :func:`make_data_parallel_update`.
+      schedule: as in :func:`make_data_parallel_update`.
+      devices: the devices to map over; None: all local devices (``jax.local_devices()``).
+      axis_name: the name of the mapped axis that gradients are averaged over.
+      donate: donate the input train state's buffers to the output.
+
+    Returns:
+      The pmapped ``update_fn``.
+    """
+
+    per_device = functools.partial(
+        _update_without_aux,
+        loss_fn=loss_fn,
+        optimizer=optimizer,
+        schedule=schedule,
+        axis_name=axis_name,
+    )
+
+    return jax.pmap(
+        per_device,
+        axis_name=axis_name,
+        devices=None if devices is None else list(devices),
+        donate_argnums=(0,) if donate else (),
+    )

@@ -63,7 +63,7 @@ class MetricsLogger:
 class Progress:
     """A one-line console report at most every ``every_seconds``."""
 
-    def __init__(self, *, total_env_steps: int | None, every_seconds: float, stream=sys.stdout):
+    def __init__(self, *, total_env_steps: int | None, every_seconds: float, stream=None):
         self.total = total_env_steps
         self.every = every_seconds
         self.stream = stream
@@ -79,7 +79,7 @@ class Progress:
         )
         parts = [f"[{wall_s:7.1f}s] env steps {done}", f"updates {updates:,}"]
         parts += [f"{name} {value:.3g}" for name, value in values.items() if value is not None]
-        print(" | ".join(parts), file=self.stream, flush=True)
+        print(" | ".join(parts), file=self.stream or sys.stdout, flush=True)
 
 
 def read_metrics(workdir: str | Path) -> list[dict]:

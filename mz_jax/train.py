@@ -171,21 +171,21 @@ def to_device_major(state: Any, specs: Any, num_devices: int) -> Any:
     """The pmap layout of a global state: a leading device axis on every leaf."""
 
     def split(x, spec):
-        x = np.asarray(x)
         axis = _spec_axis(spec)
         if axis is None:
             return np.broadcast_to(x, (num_devices, *x.shape))
         shape = (*x.shape[:axis], num_devices, x.shape[axis] // num_devices, *x.shape[axis + 1 :])
         return np.moveaxis(x.reshape(shape), axis, 0)
 
-    return jax.tree.map(split, state, specs, is_leaf=lambda x: isinstance(x, P))
+    return jax.tree.map(
+        lambda x, spec: _on_host(split, x, spec), state, specs, is_leaf=lambda x: isinstance(x, P)
+    )
 
 
 def from_device_major(state: Any, specs: Any) -> Any:
     """Inverse of :func:`to_device_major` (replicated leaves are taken from device 0)."""
 
     def merge(x, spec):
-        x = np.asarray(x)
         axis = _spec_axis(spec)
         if axis is None:
             return x[0]
@@ -197,7 +197,18 @@ def from_device_major(state: Any, specs: Any) -> Any:
         )
         return moved.reshape(shape)
 
-    return jax.tree.map(merge, specs, state, is_leaf=lambda x: isinstance(x, P))
+    return jax.tree.map(
+        lambda spec, x: _on_host(merge, x, spec), specs, state, is_leaf=lambda x: isinstance(x, P)
+    )
+
+
+def _on_host(relayout: Callable, x: Any, spec: P) -> Any:
+    """``relayout(numpy_x, spec)``; a typed PRNG key array (which numpy cannot hold) goes through its
+    key data, whose extra trailing axis the leading-axis relayouts leave alone, and back."""
+    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+        data = relayout(np.asarray(jax.random.key_data(x)), spec)
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+    return relayout(np.asarray(x), spec)
 
 
 def _state_specs(state: RunState) -> RunState:

@@ -1,0 +1,85 @@
+"""Learning benchmarks: does a preset reach its target, and how fast in wall time and environment steps?
+
+    python benchmarks/learning.py --config cartpole --seeds 0 1 2 --target 475 --budget-s 120
+    python benchmarks/learning.py --config tic_tac_toe --seeds 0 --target 1.0
+
+For each seed, trains the preset (in a fresh workdir under --workdir) and reads its metrics.jsonl: the
+first greedy evaluation whose mean return reaches --target, the wall time until then (measured from
+before the run starts, so compilation is included) and the environment steps, and the best and last
+evaluations. Prints a markdown table with the machine named.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from common import machine_description, print_table
+
+from mz_jax.cli import load_preset
+from mz_jax.logger import read_metrics
+from mz_jax.run import run_training
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="cartpole")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--target", type=float, default=475.0)
+    parser.add_argument("--budget-s", type=float, default=120.0, help="wall-time budget per seed")
+    parser.add_argument("--total-env-steps", type=int, default=None)
+    parser.add_argument("--workdir", default="runs/benchmark_learning")
+    args = parser.parse_args()
+
+    base = load_preset(args.config)
+    if args.total_env_steps is not None:
+        base = dataclasses.replace(base, total_env_steps=args.total_env_steps)
+    print(f"machine: {machine_description()}")
+    print(f"preset {args.config}: {base.env}, target mean greedy return >= {args.target}\n")
+    rows = []
+    for seed in args.seeds:
+        workdir = Path(args.workdir) / f"{args.config}_seed{seed}"
+        shutil.rmtree(workdir, ignore_errors=True)
+        config = dataclasses.replace(base, seed=seed)
+        start = time.perf_counter()
+        summary = run_training(config, workdir)
+        elapsed = time.perf_counter() - start
+        # wall_s in the metrics starts after set-up; shift it so times count from before the run.
+        offset = elapsed - summary["wall_s"]
+        evals = [r for r in read_metrics(workdir) if "eval/episode_return" in r]
+        reached = next((r for r in evals if r["eval/episode_return"] >= args.target), None)
+        best = max(evals, key=lambda r: r["eval/episode_return"]) if evals else None
+        rows.append(
+            [
+                seed,
+                f"{reached['wall_s'] + offset:.0f}" if reached else "not reached",
+                f"{reached['env_steps']:,}" if reached else "-",
+                "yes" if reached and reached["wall_s"] + offset <= args.budget_s else "no",
+                f"{best['eval/episode_return']:.1f} @ {best['env_steps']:,}" if best else "-",
+                f"{evals[-1]['eval/episode_return']:.1f}" if evals else "-",
+                f"{summary['env_steps']:,}",
+                f"{elapsed:.0f}",
+            ]
+        )
+        print(f"seed {seed} done in {elapsed:.0f} s", file=sys.stderr, flush=True)
+    print_table(
+        [
+            "seed",
+            f"s to >= {args.target:g}",
+            "env steps then",
+            f"within {args.budget_s:g} s",
+            "best eval",
+            "last eval",
+            "env steps",
+            "run s",
+        ],
+        rows,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""Catch (bsuite, via gymnax): the fastest end-to-end check that MuZero learns.
+
+The agent catches every ball (greedy return +1) after about 8,000 environment steps (4,000 updates):
+a minute and a half on two busy CPU cores, compile included. A high replay ratio (one update of 128
+sequences per 2 environment steps) makes it that fast; with 16 environments and 8 updates per 64 steps
+it needs about 50,000 steps.
+"""
+
+from mz_jax import NetworkConfig, SearchConfig, TrainConfig
+
+
+def config() -> TrainConfig:
+    return TrainConfig(
+        env="gymnax:Catch-bsuite",
+        discount=0.97,
+        num_envs=8,
+        rollout_length=2,
+        updates_per_iteration=8,
+        batch_size=128,
+        num_unroll_steps=5,
+        td_steps=10,  # an episode lasts 9 steps: Monte-Carlo targets
+        total_env_steps=20_000,
+        replay_capacity=20_000,
+        warmup_updates=50,
+        eval_every_env_steps=2_000,
+        eval_episodes=32,
+        eval_max_steps=20,
+        learning_rate=3e-3,
+        search=SearchConfig(policy="gumbel", num_simulations=8),
+        network=NetworkConfig(
+            kind="mlp",
+            hidden_sizes=(32,),
+            latent_size=32,
+            value_support_size=3,  # returns in [-1, 1]
+            reward_support_size=3,
+        ),
+    )

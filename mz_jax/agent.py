@@ -1,0 +1,281 @@
+"""A trained agent, ready to act: parameters from a run's newest good checkpoint, search on top.
+
+::
+
+    agent = mz_jax.agent.Agent.restore("runs/cartpole")
+    action = agent.act(key, observation)            # observation [B, ...] -> action [B] int32
+
+Acting is the evaluation mode of the search (:func:`mz_jax.search.search` with ``greedy=True``): no
+root noise, the deterministic choice of the search, so the action depends on the parameters and the
+observation alone. The network, environment and search settings are rebuilt from the run's
+``config.json`` exactly as training built them (:func:`mz_jax.train.make_train`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+import logging
+import typing
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mz_jax import actor as actor_lib
+from mz_jax import checkpoint as checkpoint_lib
+from mz_jax.config import TrainConfig
+from mz_jax.envs import Env
+from mz_jax.search import SearchConfig, search
+from mz_jax.train import Trainer, make_train
+from mz_jax.types import Array, MuZeroNetwork, Params
+
+
+def config_from_dict(d: dict[str, Any]) -> TrainConfig:
+    """The :class:`TrainConfig` that :func:`mz_jax.checkpoint.config_to_dict` turned into ``d``.
+
+    JSON has no tuples and no dataclasses: nested dicts become the field's dataclass
+    (``search``, ``network``) and lists become tuples, at any depth (``temperature_schedule`` is a
+    tuple of pairs). Fields missing from ``d`` take their defaults (a config saved before the field
+    existed); an unknown field is an error, since silently dropping it would change the run.
+
+    Raises:
+      ValueError: for an unknown field (naming it) or an invalid value (the config's own message).
+    """
+    return _dataclass_from_dict(TrainConfig, d, prefix="")
+
+
+def _dataclass_from_dict(cls: type, d: Any, *, prefix: str) -> Any:
+    if not isinstance(d, dict):
+        raise ValueError(
+            f"config field {prefix.rstrip('.') or '<root>'!r} = {d!r} is invalid: allowed a JSON "
+            f"object with the fields of {cls.__name__}"
+        )
+    fields = {field.name for field in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - fields)
+    if unknown:
+        raise ValueError(
+            f"unknown config field(s) {', '.join(prefix + name for name in unknown)} for "
+            f"{cls.__name__}; allowed: {', '.join(sorted(fields))}"
+        )
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for name, value in d.items():
+        if dataclasses.is_dataclass(hints[name]):
+            kwargs[name] = _dataclass_from_dict(hints[name], value, prefix=f"{prefix}{name}.")
+        else:
+            kwargs[name] = _tuples(value)
+    return cls(**kwargs)
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def read_config(workdir: str | Path) -> TrainConfig:
+    """The configuration a run saved in ``workdir/config.json``.
+
+    Raises:
+      FileNotFoundError: if ``workdir`` holds no ``config.json`` (not a run's directory).
+    """
+    path = Path(workdir) / checkpoint_lib.CONFIG_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{str(path)!r} does not exist: {str(workdir)!r} is not the workdir of a training run "
+            "(`mz-jax train --workdir ...` writes it)"
+        )
+    return config_from_dict(json.loads(path.read_text()))
+
+
+class Agent:
+    """A MuZero agent: a configuration, its network and search, and trained parameters.
+
+    Args:
+      config: the training configuration the parameters belong to.
+      params: the network parameters (e.g. ``Agent.restore(workdir).params`` or
+        ``run_state.train.params``).
+      device: where the agent's programs run; default this process's first device.
+
+    Attributes:
+      config: the training configuration.
+      env: the environment of ``config`` (a fresh one: use it to play or evaluate).
+      network: the MuZero network of ``config``.
+      search_config: the search as training used it (discount and two_player set from the env).
+      params: the network parameters.
+      checkpoint_step: the checkpoint the parameters come from (None when not restored).
+      updates: the learner updates behind the parameters (None when not restored).
+      env_steps: the environment steps of training behind them (None when not restored).
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        params: Params,
+        *,
+        device: jax.Device | None = None,
+    ):
+        if not isinstance(config, TrainConfig):
+            raise ValueError(f"config must be a TrainConfig; got {type(config).__name__}")
+        # make_train is the one place that turns a config into env, network and search, so the
+        # agent searches exactly as training did; building it compiles nothing.
+        self._init(config, params, make_train(config, devices=[device or jax.local_devices()[0]]))
+
+    def _init(self, config: TrainConfig, params: Params, trainer: Trainer) -> None:
+        self.config: TrainConfig = config
+        self.env: Env = trainer.env
+        self.network: MuZeroNetwork = trainer.network
+        self.search_config: SearchConfig = trainer.search_config
+        self.params: Params = params
+        self.checkpoint_step: int | None = None
+        self.updates: int | None = None
+        self.env_steps: int | None = None
+        self._act = jax.jit(
+            functools.partial(search, network=self.network, config=self.search_config, greedy=True)
+        )
+        self._evaluators: dict[tuple, Any] = {}
+
+    @classmethod
+    def restore(cls, workdir: str | Path, *, device: jax.Device | None = None) -> Agent:
+        """The agent of the newest checkpoint in ``workdir`` that restores and verifies.
+
+        Reads only: a training run may be saving into ``workdir`` at the same time, so nothing there
+        is cleaned up, moved or created (a checkpoint that fails is reported and skipped).
+
+        Raises:
+          FileNotFoundError: if ``workdir`` has no ``config.json`` or no checkpoint.
+          mz_jax.checkpoint.CheckpointError: if it has checkpoints but none restores.
+        """
+        # Imported here: mz_jax.run brings in the host loop (logging, TensorBoard, matplotlib).
+        from mz_jax.run import abstract_state
+
+        workdir = Path(workdir)
+        config = read_config(workdir)
+        checkpoints = workdir / checkpoint_lib.CHECKPOINT_DIR
+        no_checkpoint = FileNotFoundError(
+            f"{str(workdir)!r} has no checkpoint in {checkpoint_lib.CHECKPOINT_DIR}/ yet (a run "
+            "saves one every checkpoint_every_seconds, at the end and on SIGTERM/SIGINT)"
+        )
+        if not checkpoints.is_dir():
+            raise no_checkpoint
+        with _absl_warnings_silenced():  # orbax warns that a read-only manager is read-only
+            checkpointer = checkpoint_lib.Checkpointer(workdir, read_only=True)
+        try:
+            if not checkpointer.steps():
+                raise no_checkpoint
+            trainer = make_train(config, devices=[device or jax.local_devices()[0]])
+            # Read-only: failed checkpoints are reported and skipped, never moved aside.
+            step, state, meta = checkpointer.restore_latest(abstract_state(trainer))
+        finally:
+            checkpointer.close()
+        agent = cls.__new__(cls)
+        agent._init(config, state.train.params, trainer)
+        agent.checkpoint_step = int(step)
+        agent.updates = int(meta.get("updates", state.train.step))
+        agent.env_steps = int(
+            meta.get("env_steps", int(state.iteration) * trainer.env_steps_per_iteration)
+        )
+        return agent
+
+    def act(self, key: Array, observation: Array, legal_action_mask: Array | None = None) -> Array:
+        """Greedy search from each observation; returns the actions ``[B]`` int32.
+
+        Args:
+          key: a PRNG key (the greedy search is deterministic; the key is kept for symmetry with
+            training and future stochastic modes).
+          observation: ``[B, *env.observation_shape]`` (float32 or castable), one row per state.
+          legal_action_mask: ``[B, A]`` bool, True where an action is legal; default all legal.
+            Every row needs a legal action: the returned action is always one of them.
+
+        Raises:
+          ValueError: for shapes that do not match the environment, or a row with no legal action.
+        """
+        observation = jnp.asarray(observation)
+        expected = tuple(self.env.observation_shape)
+        if observation.ndim != len(expected) + 1 or tuple(observation.shape[1:]) != expected:
+            hint = (
+                " (add a leading batch axis: observation[None])"
+                if tuple(observation.shape) == expected
+                else ""
+            )
+            raise ValueError(
+                f"observation must have shape [B, *{expected}] for {self.env.name}; got "
+                f"{tuple(observation.shape)}{hint}"
+            )
+        batch_size = observation.shape[0]
+        num_actions = self.env.num_actions
+        if legal_action_mask is None:
+            legal_action_mask = jnp.ones((batch_size, num_actions), bool)
+        legal_action_mask = jnp.asarray(legal_action_mask)
+        if legal_action_mask.shape != (batch_size, num_actions):
+            raise ValueError(
+                f"legal_action_mask must have shape [B, A] = {(batch_size, num_actions)}; got "
+                f"{tuple(legal_action_mask.shape)}"
+            )
+        if legal_action_mask.dtype != jnp.bool_:
+            legal_action_mask = legal_action_mask != 0
+        if not isinstance(legal_action_mask, jax.core.Tracer):
+            empty = np.flatnonzero(~np.asarray(legal_action_mask).any(axis=-1))
+            if empty.size:
+                raise ValueError(
+                    f"legal_action_mask rows {empty.tolist()} have no legal action; a finished "
+                    "game has no move to choose"
+                )
+        output = self._act(self.params, key, observation.astype(jnp.float32), legal_action_mask)
+        return output.action
+
+    def evaluate(
+        self,
+        key: Array,
+        *,
+        num_episodes: int,
+        max_steps: int | None = None,
+        opponent: str | None = None,
+    ) -> actor_lib.EvalResult:
+        """Greedy episodes in fresh environments (see :func:`mz_jax.actor.evaluate`).
+
+        Args:
+          key: a PRNG key, consumed.
+          num_episodes: episodes played in parallel, one per environment.
+          max_steps: steps each episode may last; default ``config.eval_max_steps``.
+          opponent: None (single-player, or self-play in a two-player game) or ``"random"`` (a
+            uniformly random legal player; the agent moves first in the first half of the episodes).
+
+        Returns:
+          :class:`mz_jax.actor.EvalResult` with leaves ``[num_episodes]``.
+        """
+        if isinstance(num_episodes, bool) or not isinstance(num_episodes, int) or num_episodes < 1:
+            raise ValueError(f"num_episodes must be an integer >= 1; got {num_episodes!r}")
+        max_steps = self.config.eval_max_steps if max_steps is None else max_steps
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise ValueError(f"max_steps must be an integer >= 1; got {max_steps!r}")
+        signature = (num_episodes, max_steps, opponent)
+        if signature not in self._evaluators:
+            self._evaluators[signature] = jax.jit(
+                functools.partial(
+                    actor_lib.evaluate,
+                    env=self.env,
+                    network=self.network,
+                    search_config=self.search_config,
+                    num_episodes=num_episodes,
+                    max_steps=max_steps,
+                    opponent=opponent,
+                )
+            )
+        return self._evaluators[signature](self.params, key)
+
+
+@contextlib.contextmanager
+def _absl_warnings_silenced():
+    absl_logger = logging.getLogger("absl")
+    level = absl_logger.level
+    absl_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        absl_logger.setLevel(level)

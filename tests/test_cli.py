@@ -1,0 +1,262 @@
+"""The `mz-jax` command: one tiny Catch run trained and evaluated in-process, presets, errors."""
+
+import contextlib
+import io
+import json
+import re
+import shutil
+
+import pytest
+
+from mz_jax import TrainConfig
+from mz_jax.cli import default_workdir, list_presets, load_preset, main
+from mz_jax.logger import read_metrics
+
+PRESETS = ("breakout_minatar", "cartpole", "catch", "tic_tac_toe")
+ITERATION = 8 * 4  # num_envs x rollout_length below
+TOTAL = 4 * ITERATION
+
+# Overrides of the catch preset down to a test's size (a multiple of the 4 forced host devices).
+TINY = [
+    "--total-env-steps", str(TOTAL),
+    "--num-envs", "8",
+    "--rollout-length", "4",
+    "--batch-size", "8",
+    "--updates-per-iteration", "1",
+    "--num-unroll-steps", "2",
+    "--td-steps", "3",
+    "--replay-capacity", "256",
+    "--eval-every-env-steps", str(2 * ITERATION),
+    "--eval-episodes", "4",
+    "--eval-max-steps", "12",
+    "--log-every-seconds", "1000",
+    "--search.num-simulations", "2",
+    "--network.hidden-sizes", "16",
+    "--network.latent-size", "16",
+]  # fmt: skip
+
+
+def plain(text: str) -> str:
+    """tyro's boxed error text as one line: box drawing and line breaks removed."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text).split())
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A Catch run of 4 iterations from the `catch` preset; (workdir, console output)."""
+    workdir = tmp_path_factory.mktemp("cli") / "catch"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(
+            ["train", "--config", "catch", "--workdir", str(workdir), "--seed", "3", *TINY]
+        )
+    assert status == 0
+    return workdir, out.getvalue()
+
+
+def test_train_writes_config_metrics_checkpoint_and_curve(trained):
+    workdir, out = trained
+    assert f"done: {TOTAL} env steps" in out
+
+    saved = json.loads((workdir / "config.json").read_text())
+    assert saved["env"] == "gymnax:Catch-bsuite"  # from the preset
+    assert saved["discount"] == 0.97  # from the preset, not overridden
+    assert saved["seed"] == 3
+    assert saved["num_envs"] == 8 and saved["total_env_steps"] == TOTAL
+    assert saved["search"]["num_simulations"] == 2
+    assert saved["network"]["hidden_sizes"] == [16]
+
+    records = read_metrics(workdir)
+    assert records
+    for record in records:
+        assert {"step", "env_steps", "wall_s"} <= set(record)
+        assert record["env_steps"] % ITERATION == 0 and 0 < record["env_steps"] <= TOTAL
+    assert max(r["env_steps"] for r in records) == TOTAL
+    assert any("loss" in r and "value_loss" in r and r.get("updates", 0) > 0 for r in records)
+    evaluated = [r for r in records if "eval/episode_return" in r]
+    assert {r["env_steps"] for r in evaluated} == {2 * ITERATION, TOTAL}
+    for record in evaluated:  # Catch pays +1 or -1 per episode; 4 episodes averaged
+        assert record["eval/episode_return"] in {-1.0, -0.5, 0.0, 0.5, 1.0}
+
+    steps = [p.name for p in (workdir / "checkpoints").iterdir() if p.name.isdigit()]
+    assert steps, "no checkpoint"
+    assert (workdir / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_eval_prints_returns(trained, capsys):
+    workdir, _ = trained
+    assert main(["eval", "--workdir", str(workdir), "--episodes", "4", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "gymnax:Catch-bsuite" in out
+    assert "4 greedy episodes, 4 finished within 12 steps" in out  # Catch lasts 9 steps
+    mean, low, high = map(
+        float, re.search(r"return: mean (\S+), min (\S+), max (\S+);", out).groups()
+    )
+    assert low in (-1.0, 1.0) and high in (-1.0, 1.0)
+    assert low <= mean <= high
+    assert mean in {-1.0, -0.5, 0.0, 0.5, 1.0}
+    assert "wins" not in out  # single-player
+
+
+def test_eval_errors(trained, tmp_path, capsys):
+    workdir, _ = trained
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "--workdir", str(tmp_path / "missing")])
+    assert exit_info.value.code == 1
+    assert "config.json" in capsys.readouterr().err
+
+    (tmp_path / "fresh").mkdir()
+    shutil.copy(workdir / "config.json", tmp_path / "fresh" / "config.json")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "--workdir", str(tmp_path / "fresh")])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert "mz-jax eval: error:" in err and "no checkpoint" in err
+    assert "Traceback" not in err
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "--workdir", str(workdir), "--opponent", "random"])
+    assert exit_info.value.code != 0
+    assert "single-player" in capsys.readouterr().err
+
+
+def test_resuming_with_another_config_is_refused(trained, capsys):
+    workdir, _ = trained
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--config", "catch", "--workdir", str(workdir), *TINY, "--discount", "0.5"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "discount: 0.97 -> 0.5" in err
+    assert "--allow-config-change" in err
+
+
+def test_bad_field_value_names_the_field(tmp_path, capsys):
+    for flag, value, field in (
+        ("--num-unroll-steps", "0", "num_unroll_steps"),
+        ("--search.num-simulations", "0", "num_simulations"),
+        ("--discount", "1.5", "discount"),
+    ):
+        workdir = tmp_path / field
+        with pytest.raises(SystemExit) as exit_info:
+            main(["train", "--config", "catch", "--workdir", str(workdir), flag, value])
+        assert exit_info.value.code == 2
+        err = plain(capsys.readouterr().err)
+        assert field in err and value in err, err
+        assert "Traceback" not in err
+        assert not workdir.exists()  # nothing written for a bad command
+
+
+def test_unknown_env_is_reported_before_anything_is_written(tmp_path, capsys):
+    workdir = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--workdir", str(workdir), "--env", "gymnax:CartPol-v1"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "gymnax:CartPol-v1" in err and "gymnax:CartPole-v1" in err  # the close match
+    assert not (workdir / "config.json").exists()
+
+
+def test_unknown_preset_lists_the_available_ones(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--config", "cartpol"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown preset" in err and "'cartpol'" in err
+    for name in PRESETS:
+        assert name in err
+
+
+def test_presets():
+    assert set(PRESETS) <= set(list_presets())
+    cartpole = load_preset("cartpole")
+    assert cartpole.env == "gymnax:CartPole-v1"
+    assert (cartpole.discount, cartpole.num_envs, cartpole.rollout_length) == (0.97, 16, 4)
+    assert (cartpole.updates_per_iteration, cartpole.batch_size) == (4, 128)
+    assert (cartpole.total_env_steps, cartpole.eval_every_env_steps) == (60_000, 5_000)
+    assert (cartpole.eval_episodes, cartpole.eval_max_steps) == (20, 500)
+    assert cartpole.learning_rate == 3e-3
+    assert (cartpole.search.policy, cartpole.search.num_simulations) == ("gumbel", 16)
+    assert (cartpole.network.hidden_sizes, cartpole.network.latent_size) == ((64, 64), 64)
+
+    catch = load_preset("catch")
+    assert (catch.env, catch.discount, catch.total_env_steps) == (
+        "gymnax:Catch-bsuite",
+        0.97,
+        20_000,
+    )
+
+    ttt = load_preset("tic-tac-toe")  # dashes are accepted for underscores
+    assert (ttt.env, ttt.discount, ttt.td_steps, ttt.num_unroll_steps) == (
+        "pgx:tic_tac_toe",
+        1.0,
+        9,
+        5,
+    )
+    assert (ttt.search.policy, ttt.search.num_simulations) == ("gumbel", 32)
+    assert ttt.network.value_support_size <= 5 and ttt.total_env_steps == 200_000
+
+    breakout = load_preset("breakout_minatar")
+    assert breakout.env == "gymnax:Breakout-MinAtar" and breakout.discount == 0.997
+    assert (breakout.network.kind, breakout.network.channels, breakout.network.num_blocks) == (
+        "resnet",
+        32,
+        2,
+    )
+    assert breakout.total_env_steps == 1_000_000
+
+    assert default_workdir("cartpole", cartpole).as_posix() == "runs/cartpole"
+    assert default_workdir(None, TrainConfig()).as_posix() == "runs/gymnax_CartPole-v1"
+
+
+def test_preset_from_a_file(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text(
+        "from mz_jax import TrainConfig\n\n"
+        "def config():\n"
+        "    return TrainConfig(env='gymnax:Catch-bsuite', num_envs=4)\n"
+    )
+    assert load_preset(str(path)) == TrainConfig(env="gymnax:Catch-bsuite", num_envs=4)
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    with pytest.raises(Exception, match=r"defines no function config\(\)"):
+        load_preset(str(tmp_path / "empty.py"))
+    (tmp_path / "bad.py").write_text(
+        "from mz_jax import TrainConfig\n\ndef config():\n    return TrainConfig(num_envs=0)\n"
+    )
+    with pytest.raises(Exception, match="'num_envs' = 0"):
+        load_preset(str(tmp_path / "bad.py"))
+    with pytest.raises(Exception, match="no such file"):
+        load_preset(str(tmp_path / "absent.py"))
+
+
+def test_envs_lists_supported_names(capsys):
+    assert main(["envs"]) == 0
+    names = capsys.readouterr().out.split()
+    assert "gymnax:CartPole-v1" in names and "pgx:tic_tac_toe" in names
+    assert all(name.startswith(("gymnax:", "pgx:")) for name in names)
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--help"], ["train", "eval", "envs", "cartpole"]),
+        (["train", "--help"], ["--config", "--workdir", "--search.num-simulations", "--num-envs"]),
+        (["train", "--config", "catch", "--help"], ["Catch-bsuite"]),
+        (["eval", "--help"], ["--workdir", "--episodes", "--opponent"]),
+        (["envs", "--help"], ["environment names"]),
+    ],
+)
+def test_help(argv, expected, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for text in expected:
+        assert text in out, text
+
+
+def test_no_or_unknown_command_is_a_usage_error(capsys):
+    for argv in ([], ["fly"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+        assert "usage: mz-jax" in capsys.readouterr().err

@@ -1,0 +1,241 @@
+"""Bad input is refused before anything is built: one error naming the field, the value, what is allowed.
+
+Nothing here compiles or builds an environment, so every rule gets its own cheap case.
+"""
+
+import math
+
+import pytest
+
+from mz_jax.config import NetworkConfig, TrainConfig
+from mz_jax.search import SearchConfig
+
+
+def test_defaults_are_valid():
+    config = TrainConfig()
+    config.check_devices(1)
+    assert config.replace(num_envs=8).num_envs == 8
+
+
+# (make, field named in the message, text of the value, text of what is allowed)
+_INVALID = {
+    "K below one": (
+        lambda: TrainConfig(num_unroll_steps=0),
+        "num_unroll_steps",
+        "0",
+        "integer >= 1",
+    ),
+    "K not an integer": (
+        lambda: TrainConfig(num_unroll_steps=2.0),
+        "num_unroll_steps",
+        "2.0",
+        "integer >= 1",
+    ),
+    "discount zero": (lambda: TrainConfig(discount=0.0), "discount", "0.0", "(0.0, 1.0]"),
+    "discount above one": (lambda: TrainConfig(discount=1.01), "discount", "1.01", "(0.0, 1.0]"),
+    "discount negative": (lambda: TrainConfig(discount=-0.5), "discount", "-0.5", "(0.0, 1.0]"),
+    "discount nan": (lambda: TrainConfig(discount=math.nan), "discount", "nan", "(0.0, 1.0]"),
+    "value support zero": (
+        lambda: NetworkConfig(value_support_size=0),
+        "network.value_support_size",
+        "0",
+        "integer >= 1",
+    ),
+    "reward support negative": (
+        lambda: NetworkConfig(reward_support_size=-3),
+        "network.reward_support_size",
+        "-3",
+        "integer >= 1",
+    ),
+    "replay smaller than one sequence": (
+        # 4 streams x (K + td + 1 = 5 + 10 + 1 = 16) slots = 64 transitions at least
+        lambda: TrainConfig(num_envs=4, replay_capacity=63),
+        "replay_capacity",
+        "63",
+        "at least num_envs * max(num_unroll_steps + td_steps + 1, rollout_length) = 4 * 16 = 64",
+    ),
+    "replay smaller than one rollout": (
+        lambda: TrainConfig(num_envs=4, rollout_length=20, replay_capacity=79),
+        "replay_capacity",
+        "79",
+        "= 4 * 20 = 80",
+    ),
+    "min_replay_steps never reached": (
+        lambda: TrainConfig(num_envs=4, replay_capacity=64, min_replay_steps=17),
+        "min_replay_steps",
+        "17",
+        "at most replay_capacity // num_envs = 16",
+    ),
+    "no environments": (lambda: TrainConfig(num_envs=0), "num_envs", "0", "integer >= 1"),
+    "empty batch": (lambda: TrainConfig(batch_size=0), "batch_size", "0", "integer >= 1"),
+    "td_steps zero": (lambda: TrainConfig(td_steps=0), "td_steps", "0", "integer >= 1"),
+    "negative updates": (
+        lambda: TrainConfig(updates_per_iteration=-1),
+        "updates_per_iteration",
+        "-1",
+        ">= 0",
+    ),
+    "environment without backend": (
+        lambda: TrainConfig(env="CartPole-v1"),
+        "env",
+        "'CartPole-v1'",
+        "'gymnax:",
+    ),
+    "seed negative": (lambda: TrainConfig(seed=-1), "seed", "-1", "[0, 2147483647]"),
+    "seed past 31 bits": (lambda: TrainConfig(seed=2**31), "seed", "2147483648", "[0, 2147483647]"),
+    "learning rate zero": (
+        lambda: TrainConfig(learning_rate=0.0),
+        "learning_rate",
+        "0.0",
+        "(0.0, 10.0]",
+    ),
+    "learning rate inf": (
+        lambda: TrainConfig(learning_rate=math.inf),
+        "learning_rate",
+        "inf",
+        "(0.0, 10.0]",
+    ),
+    "grad norm zero": (
+        lambda: TrainConfig(max_grad_norm=0.0),
+        "max_grad_norm",
+        "0.0",
+        "(0.0, inf)",
+    ),
+    "unknown optimizer": (
+        lambda: TrainConfig(optimizer="lamb"),
+        "optimizer",
+        "'lamb'",
+        "'adam' or 'sgd'",
+    ),
+    "momentum one": (lambda: TrainConfig(momentum=1.0), "momentum", "1.0", "[0.0, 1.0)"),
+    "beta above one": (
+        lambda: TrainConfig(priority_beta=(0.4, 1.5)),
+        "priority_beta",
+        "1.5",
+        "[0.0, 1.0]",
+    ),
+    "beta not a pair": (lambda: TrainConfig(priority_beta=0.4), "priority_beta", "0.4", "a pair"),
+    "alpha negative": (
+        lambda: TrainConfig(priority_alpha=-1.0),
+        "priority_alpha",
+        "-1.0",
+        "[0.0, 10.0]",
+    ),
+    "no consecutive nonfinite allowed": (
+        lambda: TrainConfig(max_consecutive_nonfinite=0),
+        "max_consecutive_nonfinite",
+        "0",
+        "integer >= 1",
+    ),
+    "keep no checkpoints": (
+        lambda: TrainConfig(keep_checkpoints=0),
+        "keep_checkpoints",
+        "0",
+        "integer >= 1",
+    ),
+    "keep every zero": (
+        lambda: TrainConfig(keep_checkpoint_every=0),
+        "keep_checkpoint_every",
+        "0",
+        ">= 1",
+    ),
+    "checkpoint interval negative": (
+        lambda: TrainConfig(checkpoint_every_seconds=-1.0),
+        "checkpoint_every_seconds",
+        "-1.0",
+        "[0.0, inf)",
+    ),
+    "temperature schedule ends early": (
+        lambda: TrainConfig(temperature_schedule=((0.5, 1.0),)),
+        "temperature_schedule",
+        "((0.5, 1.0),)",
+        "last one >= 1.0",
+    ),
+    "temperature fraction nan": (
+        lambda: TrainConfig(temperature_schedule=((math.nan, 1.0), (1.0, 0.5))),
+        "temperature_schedule",
+        "nan",
+        "[0.0, inf)",
+    ),
+    "temperature zero": (
+        lambda: TrainConfig(temperature_schedule=((1.0, 0.0),)),
+        "temperature_schedule",
+        "0.0",
+        "(0.0, 100.0]",
+    ),
+    "network kind": (lambda: NetworkConfig(kind="rnn"), "network.kind", "'rnn'", "'mlp'"),
+    "hidden sizes empty": (
+        lambda: NetworkConfig(hidden_sizes=()),
+        "network.hidden_sizes",
+        "()",
+        "non-empty tuple",
+    ),
+    "downsample not bool": (
+        lambda: NetworkConfig(downsample="yes"),
+        "network.downsample",
+        "'yes'",
+        "True or False",
+    ),
+    "search not a SearchConfig": (
+        lambda: TrainConfig(search={"num_simulations": 8}),
+        "search",
+        "{'num_simulations': 8}",
+        "SearchConfig",
+    ),
+}
+
+
+@pytest.mark.parametrize("make, field, value, allowed", _INVALID.values(), ids=_INVALID.keys())
+def test_invalid_field_is_refused_with_one_message(make, field, value, allowed):
+    with pytest.raises(ValueError) as error:
+        make()
+    message = str(error.value)
+    assert f"'{field}'" in message
+    assert f"= {value} is invalid" in message
+    assert allowed in message
+
+
+def test_replace_validates_again():
+    with pytest.raises(ValueError, match=r"'discount' = 2\.0"):
+        TrainConfig().replace(discount=2.0)
+
+
+def test_boundaries_are_allowed():
+    config = TrainConfig(
+        discount=1.0,
+        num_unroll_steps=1,
+        td_steps=1,
+        num_envs=4,
+        rollout_length=3,
+        replay_capacity=12,  # exactly 4 streams x max(K + td + 1 = 3, rollout 3)
+        min_replay_steps=3,  # exactly the 3 slots of a stream
+        seed=2**31 - 1,
+        network=NetworkConfig(value_support_size=1, reward_support_size=1),
+    )
+    assert config.replay_capacity == 12
+
+
+@pytest.mark.parametrize(
+    "search_changes, field",
+    [(dict(num_simulations=0), "num_simulations"), (dict(policy="alphazero"), "policy")],
+)
+def test_search_config_validates_itself(search_changes, field):
+    with pytest.raises(ValueError, match=field) as error:
+        TrainConfig(search=SearchConfig(**search_changes))
+    assert repr(next(iter(search_changes.values()))) in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "field, value, devices", [("batch_size", 6, 4), ("num_envs", 10, 4), ("batch_size", 9, 2)]
+)
+def test_sizes_must_divide_by_the_devices(field, value, devices):
+    config = TrainConfig(**{field: value}, replay_capacity=10_000)
+    with pytest.raises(ValueError) as error:
+        config.check_devices(devices)
+    message = str(error.value)
+    assert f"'{field}' = {value}" in message
+    assert f"a multiple of the number of devices ({devices})" in message
+
+
+def test_sizes_that_divide_pass():
+    TrainConfig(num_envs=8, batch_size=12).check_devices(4)

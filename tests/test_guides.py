@@ -1,0 +1,208 @@
+"""The guides run: every script of examples/ and every ```python block of docs/*.md.
+
+Each runs in its own Python process from the repository root (so an environment registered or a
+device count set by one cannot leak into another, or into this test process), at the small sizes
+the scripts offer for CI. The checks read what the scripts print. A ```python block preceded by the
+line ``<!-- skip -->`` is not run; the blocks of one page run in order as one program, like a
+notebook.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+# The scripts' sizes are tiny, so compiling dominates; XLA's cheaper compile mode (no expensive LLVM
+# passes) cuts the CPU time of this file by about a third and changes nothing the checks look at.
+CHILD_ENV = {**os.environ, "JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
+DOCS = sorted((REPO / "docs").glob("*.md"))
+EXAMPLES = sorted((REPO / "examples").glob("*.py"))
+TIMEOUT_S = 600  # compile-bound, on two shared cores
+
+
+def run_python(*args: str, timeout: float = TIMEOUT_S) -> str:
+    """Runs ``python *args`` in the repository root; returns its stdout, failing with the output."""
+    result = subprocess.run(
+        [sys.executable, *args],
+        cwd=REPO,
+        env=CHILD_ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if result.returncode != 0:
+        pytest.fail(
+            f"python {' '.join(args)} exited with {result.returncode}\n--- stdout ---\n"
+            f"{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-4000:]}"
+        )
+    return result.stdout
+
+
+def python_blocks(markdown: str) -> list[str]:
+    """The ```python blocks of a page, in order, without those right after ``<!-- skip -->``."""
+    blocks = []
+    for match in re.finditer(
+        r"(?P<before>[^\n]*\n)?```python\n(?P<code>.*?)^```", markdown, re.M | re.S
+    ):
+        if (match.group("before") or "").strip() == "<!-- skip -->":
+            continue
+        blocks.append(match.group("code"))
+    return blocks
+
+
+# ---------------------------------------------------------------------------------------------------
+# The pages.
+
+
+def test_python_blocks_are_found_and_skip_marks_respected():
+    page = (
+        "intro\n```python\na = 1\n```\n<!-- skip -->\n```python\nraise SystemExit(1)\n```\n"
+        "```\nnot python\n```\n```python\nb = a + 1\n```\n"
+    )
+    assert python_blocks(page) == ["a = 1\n", "b = a + 1\n"]
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
+def test_doc_python_blocks_run(page, tmp_path):
+    blocks = python_blocks(page.read_text())
+    if not blocks:
+        pytest.skip(f"{page.name} has no python blocks")
+    program = tmp_path / f"{page.stem}.py"
+    program.write_text("\n".join(blocks))
+    run_python(str(program))
+
+
+def test_index_lists_every_guide():
+    index = (REPO / "docs" / "index.md").read_text()
+    for page in DOCS:
+        if page.name != "index.md":
+            assert f"({page.name})" in index, f"docs/index.md does not link {page.name}"
+
+
+def test_paths_named_in_the_docs_exist():
+    named = set()
+    for page in DOCS:
+        named |= set(
+            re.findall(
+                r"\b((?:examples|tests|benchmarks|docs|configs)/[\w./-]+\.\w+)", page.read_text()
+            )
+        )
+    assert named, "expected the guides to name example and test files"
+    missing = sorted(path for path in named if not (REPO / path).exists())
+    assert not missing, f"the guides name files that do not exist: {missing}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# The examples: each one has a test below, with checks of what it prints.
+
+TESTED_EXAMPLES = {
+    "scale_gradient_demo.py",
+    "custom_network.py",
+    "custom_environment.py",
+    "own_training_loop.py",
+}
+
+
+def test_every_example_is_tested():
+    assert {p.name for p in EXAMPLES} == TESTED_EXAMPLES
+
+
+def test_slurm_script_parses():
+    # Not run (it needs a cluster); bash -n checks its syntax only.
+    subprocess.run(["bash", "-n", str(REPO / "examples" / "slurm_launch.sh")], check=True)
+
+
+def gradient_tables(output: str) -> dict[tuple[str, str], dict[int, dict[str, float]]]:
+    """``{(network, part): {K: {variant: norm, "loss value": loss}}}`` from the demo's output."""
+    tables = {}
+    for match in re.finditer(
+        r"^(?P<network>.+): gradient norm reaching the (?P<part>\w+) function's parameters\n"
+        r"(?P<header>.+)\n(?P<rows>(?:\s+\d+(?:\s+[\d.]+)+\n)+)",
+        output,
+        re.M,
+    ):
+        columns = re.split(r"\s{2,}", match.group("header").strip())
+        rows = {}
+        for line in match.group("rows").splitlines():
+            k, *values = line.split()
+            rows[int(k)] = dict(zip(columns[1:], map(float, values), strict=True))
+        tables[match.group("network"), match.group("part")] = rows
+    return tables
+
+
+def test_scale_gradient_demo():
+    output = run_python("examples/scale_gradient_demo.py", "--quick")
+    tables = gradient_tables(output)
+    dynamics = tables["residual network (plain jax.numpy)", "dynamics"]
+    representation = tables["residual network (plain jax.numpy)", "representation"]
+    assert sorted(dynamics) == [1, 4, 8]
+    # K = 1: no later step, so the four losses have the same gradient.
+    assert len({dynamics[1][v] for v in dynamics[1] if v != "loss value"}) == 1
+    # Without the scalings the dynamics gradient grows with K; with both it stays near K = 1's.
+    assert dynamics[8]["neither"] > 8 * dynamics[1]["neither"]
+    assert dynamics[8]["both (MuZero)"] < 1.25 * dynamics[1]["both (MuZero)"]
+    # Neither scaling alone suffices here: 1/2 leaves K step losses adding up, 1/K leaves the
+    # gradient through the chain of dynamics steps growing.
+    assert dynamics[8]["1/2 only"] > 4 * dynamics[1]["1/2 only"]
+    assert dynamics[8]["1/K only"] > 1.5 * dynamics[8]["both (MuZero)"]
+    # The 1/2 bounds what flows back through the chain into the representation function.
+    assert representation[8]["neither"] > 3 * representation[8]["1/2 only"]
+    # The script asserts these (bit-equal loss values, make_loss_fn's gradient) before printing.
+    assert "the loss value is identical (bit for bit) in all four variants" in output
+    assert "make_loss_fn gives the loss and gradients of 'both (MuZero)'" in output
+
+
+def test_custom_network():
+    output = run_python("examples/custom_network.py")
+    for name in ("flax nnx", "jax.numpy"):
+        line = re.search(rf"^\s*{re.escape(name)}: loss (\S+) .*gradient norm (\S+),", output, re.M)
+        assert line, output
+        loss, grad_norm = float(line.group(1)), float(line.group(2).rstrip(","))
+        assert math.isfinite(loss) and loss > 0 and grad_norm > 0
+
+
+def test_custom_environment(tmp_path):
+    workdir = tmp_path / "corridor"
+    output = run_python("examples/custom_environment.py", "--quick", "--workdir", str(workdir))
+    assert "custom:corridor: 2 actions, observation (8,), time limit 16" in output
+    assert "legal [False  True]" in output  # left is illegal in cell 0
+    assert (
+        "after 7 moves right: reward 1.0, terminated True, truncated False, final cell 7, "
+        "next episode's cell 0" in output
+    )
+    evals = [
+        (int(updates), float(value))
+        for updates, value in re.findall(r"\(\s*(\d+) updates\): eval return (\S+)$", output, re.M)
+    ]
+    assert evals and evals[0][0] == 0, output  # the first evaluation is of the untrained network
+    assert evals[0][1] == 0.0, output  # it shuttles between cells 0 and 1
+    assert evals[-1][0] > 0 and evals[-1][1] > evals[0][1], output
+    assert (workdir / "metrics.jsonl").exists() and (workdir / "checkpoints").is_dir()
+
+
+def test_own_training_loop():
+    output = run_python("examples/own_training_loop.py", "--steps", "60", "--cpu-devices", "2")
+    assert re.search(r"^devices: 2 x cpu; batch 64 split 32 per device", output, re.M), output
+    losses = {
+        who: (float(first), float(last))
+        for who, first, last in re.findall(
+            r"^(one device|\d devices):\s+loss (\S+) \(first 10 updates\) -> (\S+) \(last 10\)",
+            output,
+            re.M,
+        )
+    }
+    assert set(losses) == {"one device", "2 devices"}, output
+    first, last = losses["one device"]
+    assert last < 0.7 * first
+    assert losses["2 devices"] == pytest.approx(losses["one device"], rel=1e-3)
+    gap = float(
+        re.search(r"largest parameter difference after 60 updates: (\S+)", output).group(1)
+    )
+    assert gap < 1e-4

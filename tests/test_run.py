@@ -1,0 +1,405 @@
+"""Crash-safe training: kill it at any moment, start it again, and it carries on exactly.
+
+Compiles are the cost here, so there are two: the subprocesses of the kill test share one through
+JAX's persistent compilation cache, and the in-process tests share one trainer (the tests differ only
+in host-side settings, and inject their faults into the run state between iterations).
+"""
+
+import dataclasses
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import _crash_worker
+
+from mz_jax import checkpoint as checkpoint_lib
+from mz_jax import run
+from mz_jax.config import TrainConfig
+from mz_jax.logger import read_metrics
+from mz_jax.train import make_train
+
+WORKER = Path(__file__).parent / "_crash_worker.py"
+ITERATIONS = 12  # of the kill test
+# The replay can sample a window of K + td + 1 = 4 steps once each stream holds 4: after two
+# rollouts of 2 steps, so every iteration from the second on makes one update.
+FIRST_UPDATE_ITERATION = math.ceil(4 / _crash_worker.ROLLOUT_LENGTH)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Kill -9 at random moments (and inside a save), resume, and end bit-identical to an uninterrupted run
+
+
+def _start(workdir: Path, log: Path, cache: Path, *extra: str) -> subprocess.Popen:
+    command = [sys.executable, str(WORKER), str(workdir), str(ITERATIONS), "--cache", str(cache)]
+    with open(log, "w") as out:
+        return subprocess.Popen([*command, *extra], stdout=out, stderr=subprocess.STDOUT)
+
+
+def _finish(process: subprocess.Popen, log: Path, *, expect_returncode: int) -> str:
+    process.wait(timeout=400)
+    text = log.read_text()
+    assert process.returncode == expect_returncode, f"exit {process.returncode}:\n{text[-3000:]}"
+    return text
+
+
+def _wait_for(log: Path, text: str, process: subprocess.Popen, count: int = 1) -> bool:
+    """True once ``text`` appears ``count`` times in ``log``; False if the worker exits first."""
+    deadline = time.monotonic() + 400
+    while log.read_text().count(text) < count:
+        if process.poll() is not None:
+            return False
+        assert time.monotonic() < deadline, f"no {text!r} after 400s"
+        time.sleep(0.01)
+    return True
+
+
+def _read_checkpoint(workdir: Path, step: int) -> tuple[list, dict]:
+    """The raw leaves (numpy, in tree order) and meta of one checkpoint, read without our code."""
+    manager = ocp.CheckpointManager(
+        workdir / "checkpoints", options=ocp.CheckpointManagerOptions(read_only=True)
+    )
+    restored = manager.restore(
+        step,
+        args=ocp.args.Composite(state=ocp.args.StandardRestore(), meta=ocp.args.JsonRestore()),
+    )
+    manager.close()
+    leaves = jax.tree_util.tree_leaves_with_path(restored.state)
+    return [(jax.tree_util.keystr(p), np.asarray(x)) for p, x in leaves], dict(restored.meta)
+
+
+def test_killed_run_resumes_bit_identically(tmp_path):
+    cache = tmp_path / "compilation-cache"
+    reference, crashed = tmp_path / "reference", tmp_path / "crashed"
+
+    process = _start(reference, tmp_path / "reference.log", cache)
+    _finish(process, tmp_path / "reference.log", expect_returncode=0)
+
+    # 1. Killed inside the save of checkpoint 5: every file written, the commit (rename) not done.
+    log = tmp_path / "crash-0.log"
+    text = _finish(_start(crashed, log, cache, "--kill-at-commit", "5"), log, expect_returncode=-9)
+    assert "killing myself before committing checkpoint 5" in text
+    leftovers = [p.name for p in (crashed / "checkpoints").iterdir() if "tmp" in p.name]
+    assert leftovers and all(name.startswith("5.") for name in leftovers), leftovers
+
+    # 2. Killed after random delays: between saves or inside one, wherever they fall. Each worker
+    # reports every iteration (and saves after it); the delay is drawn in units of the time it took
+    # for one, so the kill lands within the next few iterations on a fast or a slow machine.
+    rng = random.Random(os.getpid())
+    outcomes = []
+    for attempt in (1, 2):
+        log = tmp_path / f"crash-{attempt}.log"
+        process = _start(crashed, log, cache)
+        delay = None
+        if _wait_for(log, "env steps", process):  # compiled, restored, one iteration done
+            started = time.monotonic()
+            if _wait_for(log, "env steps", process, count=2):
+                delay = rng.uniform(0.0, 2.0) * (time.monotonic() - started)
+                time.sleep(delay)
+                process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+        text = log.read_text()
+        # The first resumes from the last committed checkpoint before the interrupted one.
+        assert (
+            "resumed from checkpoint 4 (" if attempt == 1 else "resumed from checkpoint"
+        ) in text
+        left = sorted(p.name for p in (crashed / "checkpoints").iterdir())
+        outcomes.append(f"delay {delay}s, exit {process.returncode}, left {left}")
+    print("random kills:", outcomes)
+
+    # 3. Run to the end.
+    log = tmp_path / "final.log"
+    text = _finish(_start(crashed, log, cache), log, expect_returncode=0)
+    assert "resumed from checkpoint" in text
+    assert f"finished at iteration {ITERATIONS}" in text
+    assert not [p for p in (crashed / "checkpoints").iterdir() if "tmp" in p.name]
+
+    expected, expected_meta = _read_checkpoint(reference, ITERATIONS)
+    actual, actual_meta = _read_checkpoint(crashed, ITERATIONS)
+    assert [path for path, _ in actual] == [path for path, _ in expected]
+    differing = [
+        path
+        for (path, x), (_, y) in zip(actual, expected, strict=True)
+        if x.dtype != y.dtype or not np.array_equal(x, y)
+    ]
+    assert not differing, f"differ after kills ({outcomes}): {differing}"
+    # The whole state was compared: parameters, optimiser state, replay, actors, keys, counters.
+    paths = " ".join(path for path, _ in actual)
+    for part in ("params", "opt_state", "replay", "priority", "actor", "key", "iteration"):
+        assert part in paths
+    assert actual_meta["sha256"] == expected_meta["sha256"]
+    assert actual_meta["updates"] == ITERATIONS - FIRST_UPDATE_ITERATION + 1
+    assert actual_meta["config"] == checkpoint_lib.config_to_dict(
+        _crash_worker.tiny_config(ITERATIONS)
+    )
+    # The metrics tell the same story: one record per iteration, the redone ones not repeated.
+    without_time = lambda records: [{k: v for k, v in r.items() if k != "wall_s"} for r in records]
+    assert without_time(read_metrics(crashed)) == without_time(read_metrics(reference))
+    assert len(read_metrics(reference)) == ITERATIONS
+
+
+# ---------------------------------------------------------------------------------------------------
+# In-process runs on one shared compiled trainer, with faults injected between iterations
+
+IN_PROCESS_ITERATIONS = 8
+# With `pytest -n N --dist loadgroup`, these run in one worker and compile the shared trainer once.
+_shares_the_trainer = pytest.mark.xdist_group("mz_jax_run_shared_trainer")
+
+
+@pytest.fixture(scope="module")
+def shared_trainer():
+    """One compiled trainer for the in-process runs (they differ only in host-side settings)."""
+    return make_train(_crash_worker.tiny_config(IN_PROCESS_ITERATIONS))
+
+
+def _host_side_config(**changes) -> TrainConfig:
+    return _crash_worker.tiny_config(IN_PROCESS_ITERATIONS).replace(**changes)
+
+
+@pytest.fixture
+def use_trainer(monkeypatch, shared_trainer):
+    """``use_trainer(before_step=None)``: makes run_training use the shared trainer, calling
+    ``before_step(iteration, state) -> state`` ahead of each step (iteration counted from 1)."""
+
+    def install(before_step=None):
+        def step(state):
+            if before_step is not None:
+                state = before_step(int(state.iteration) + 1, state)
+            return shared_trainer.step(state)
+
+        trainer = dataclasses.replace(shared_trainer, step=step)
+
+        def fake_make_train(config, **kwargs):
+            program = ("checkpoint", "keep", "log", "max_consecutive", "eval")
+            for field in dataclasses.fields(config):
+                if not field.name.startswith(program):
+                    assert getattr(config, field.name) == getattr(trainer.config, field.name)
+            return trainer
+
+        monkeypatch.setattr(run, "make_train", fake_make_train)
+
+    return install
+
+
+def _set_all(tree, value):
+    """Every float leaf of ``tree`` set to ``value``, keeping each leaf's sharding."""
+
+    def set_leaf(x):
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            return x
+        return jax.device_put(jnp.full(x.shape, value, x.dtype), x.sharding)
+
+    return jax.tree.map(set_leaf, tree)
+
+
+def _checkpoints(workdir: Path) -> list[int]:
+    checkpointer = checkpoint_lib.Checkpointer(workdir)
+    steps = checkpointer.steps()
+    checkpointer.close()
+    return steps
+
+
+def _restore(workdir: Path, trainer):
+    checkpointer = checkpoint_lib.Checkpointer(workdir)
+    restored = checkpointer.restore_latest(run.abstract_state(trainer))
+    checkpointer.close()
+    return restored
+
+
+@_shares_the_trainer
+def test_sigterm_saves_and_stops_then_the_same_call_carries_on(tmp_path, use_trainer, capsys):
+    def terminate_at_3(iteration, state):
+        if iteration == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return state
+
+    config = _host_side_config(
+        checkpoint_every_seconds=1e9
+    )  # saves only on the signal and at the end
+    use_trainer(terminate_at_3)
+    handler = signal.getsignal(signal.SIGTERM)
+    summary = run.run_training(config, tmp_path)
+    assert summary["stopped_by_signal"]
+    assert summary["iterations"] == 3  # the iteration under way is finished, then saved
+    assert _checkpoints(tmp_path) == [3]
+    assert signal.getsignal(signal.SIGTERM) is handler
+    assert "signal 15 received: saving and stopping" in capsys.readouterr().out
+
+    use_trainer()
+    summary = run.run_training(config, tmp_path)
+    assert not summary["stopped_by_signal"]
+    assert summary["iterations"] == IN_PROCESS_ITERATIONS
+    assert "resumed from checkpoint 3 " in capsys.readouterr().out
+    assert _checkpoints(tmp_path) == [3, IN_PROCESS_ITERATIONS]
+    records = read_metrics(tmp_path)
+    assert [r["env_steps"] // 8 for r in records] == list(range(1, IN_PROCESS_ITERATIONS + 1))
+
+
+@_shares_the_trainer
+def test_every_multiple_of_keep_checkpoint_every_is_saved_and_kept(tmp_path, use_trainer):
+    # Saved by time only at the end; orbax's keep_period keeps multiples, so they must be saved.
+    config = _host_side_config(
+        checkpoint_every_seconds=1e9, keep_checkpoints=1, keep_checkpoint_every=3
+    )
+    use_trainer()
+    run.run_training(config, tmp_path)
+    assert _checkpoints(tmp_path) == [3, 6, IN_PROCESS_ITERATIONS]
+
+
+@_shares_the_trainer
+def test_second_signal_stops_at_once(tmp_path, use_trainer):
+    def terminate_twice(iteration, state):
+        if iteration == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return state
+
+    use_trainer(terminate_twice)
+    with pytest.raises(KeyboardInterrupt, match="twice"):
+        run.run_training(_host_side_config(checkpoint_every_seconds=1e9), tmp_path)
+    assert _checkpoints(tmp_path) == []
+
+
+@_shares_the_trainer
+def test_nonfinite_updates_are_skipped_counted_and_stop_the_run(
+    tmp_path, use_trainer, shared_trainer, capsys
+):
+    poison_at = 4  # from this iteration on, the replay holds NaN observations and rewards
+
+    def poison_replay(iteration, state):
+        if iteration == poison_at:
+            data = state.replay.data
+            data = data._replace(
+                observation=_set_all(data.observation, jnp.nan),
+                reward=_set_all(data.reward, jnp.nan),
+            )
+            state = state._replace(replay=state.replay._replace(data=data))
+        return state
+
+    use_trainer(poison_replay)
+    config = _host_side_config(max_consecutive_nonfinite=2, checkpoint_every_seconds=0.0)
+    with pytest.raises(run.NonFiniteError) as error:
+        run.run_training(config, tmp_path)
+    # Updates run from iteration 2, one per iteration; those of iterations 4 and 5 see NaN.
+    last_update = poison_at + 1 - FIRST_UPDATE_ITERATION + 1
+    message = str(error.value)
+    assert "2 updates in a row" in message
+    assert f"the last at update {last_update};" in message
+    assert "non-finite terms: loss, value_loss, reward_loss, policy_loss, grad_norm" in message
+
+    records = read_metrics(tmp_path)
+    assert [r["nonfinite_updates_total"] for r in records] == [0, 0, 0, 1, 2]
+    assert [r["nonfinite_updates_in_a_row"] for r in records] == [0, 0, 0, 1, 2]
+    assert records[-1]["loss"] == "nan"
+    # Nothing non-finite was saved: the replay was poisoned before iteration 4's save.
+    assert "not saving checkpoint 4: non-finite values in .replay.data.observation" in (
+        capsys.readouterr().err
+    )
+    assert _checkpoints(tmp_path) == [2, 3]
+    step, state, _ = _restore(tmp_path, shared_trainer)
+    assert step == 3
+    assert not checkpoint_lib.nonfinite_leaves(state)
+
+
+@_shares_the_trainer
+def test_nonfinite_environment_stops_the_run_naming_it(tmp_path, use_trainer, shared_trainer):
+    def blow_up_physics(iteration, state):
+        if iteration == 3:  # CartPole's state becomes NaN, so its observations do
+            actor = state.actor
+            env_state = actor.env_state._replace(backend=_set_all(actor.env_state.backend, np.nan))
+            state = state._replace(actor=actor._replace(env_state=env_state))
+        return state
+
+    use_trainer(blow_up_physics)
+    with pytest.raises(run.NonFiniteError) as error:
+        run.run_training(_host_side_config(checkpoint_every_seconds=0.0), tmp_path)
+    message = str(error.value)
+    assert "the environment gymnax:CartPole-v1 returned a non-finite observation" in message
+    assert f"({_crash_worker.NUM_ENVS * _crash_worker.ROLLOUT_LENGTH} steps)" in message
+    assert "before env step 24" in message
+    assert _checkpoints(tmp_path) == [1, 2]
+    assert read_metrics(tmp_path)[-1]["nonfinite_env_steps"] == 8
+
+
+# ---------------------------------------------------------------------------------------------------
+# Start-up checks: nothing compiled, nothing written where it should not be
+
+
+def test_resuming_forgets_the_metrics_of_iterations_it_redoes(tmp_path):
+    lines = [json.dumps({"step": i, "env_steps": 8 * i, "loss": 1.0 / i}) for i in range(1, 6)]
+    torn = '{"step": 6, "env_steps": 48, "lo'  # a kill in mid-write
+    (tmp_path / "metrics.jsonl").write_text("\n".join(lines) + "\n" + torn)
+    run.forget_metrics_after(tmp_path, env_steps=24)  # resumed from iteration 3
+    assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 3]
+    run.forget_metrics_after(tmp_path, env_steps=0)  # started afresh
+    assert read_metrics(tmp_path) == []
+
+
+def test_changed_config_is_refused_listing_the_fields(tmp_path):
+    saved = TrainConfig()
+    run.check_config(tmp_path, saved, allow_config_change=False)
+    changed = saved.replace(discount=0.99, batch_size=64)
+    with pytest.raises(ValueError) as error:
+        run.check_config(tmp_path, changed, allow_config_change=False)
+    message = str(error.value)
+    assert "--allow-config-change" in message
+    assert "batch_size: 128 -> 64" in message
+    assert "discount: 0.997 -> 0.99" in message
+    assert "seed" not in message
+    # Refused means untouched.
+    assert json.loads((tmp_path / "config.json").read_text())["discount"] == 0.997
+
+    run.check_config(tmp_path, saved, allow_config_change=False)  # the same config resumes
+    run.check_config(tmp_path, changed, allow_config_change=True)
+    assert json.loads((tmp_path / "config.json").read_text())["discount"] == 0.99
+
+
+def test_unreadable_config_file_is_reported(tmp_path):
+    (tmp_path / "config.json").write_text('{"discount": 0.9')  # cut short by hand
+    with pytest.raises(ValueError, match=r"config\.json cannot be read"):
+        run.check_config(tmp_path, TrainConfig(), allow_config_change=False)
+
+
+def test_unwritable_workdir_is_reported_at_start(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    workdir = blocker / "run"  # (root may write anywhere; nobody can make a directory in a file)
+    with pytest.raises(OSError, match=f"workdir '{workdir}' is not writable"):
+        run.run_training(_host_side_config(), workdir)
+
+
+def test_full_workdir_is_reported_at_start(tmp_path, monkeypatch):
+    usage = run.shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(run.shutil, "disk_usage", lambda path: usage._replace(free=1000))
+    with pytest.raises(OSError, match=r"has 0\.0 MiB free; a checkpoint of this run needs up to"):
+        run.check_workdir(tmp_path, required_bytes=10**6)
+    run.check_workdir(tmp_path, required_bytes=1000)
+
+
+def test_unknown_environment_is_reported_before_compiling_or_writing(tmp_path):
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="'gymnax:CartPole-v1'") as error:
+        run.run_training(_host_side_config(env="gymnax:CartPol-v1"), tmp_path)
+    assert "Unknown environment name 'gymnax:CartPol-v1'" in str(error.value)
+    assert not (tmp_path / "config.json").exists()
+    assert not (tmp_path / "checkpoints").exists()
+    assert time.monotonic() - start < 60  # (a compile of the step would take longer on this config)
+
+
+def test_batch_not_divisible_by_devices_is_reported_before_compiling(tmp_path):
+    assert len(jax.devices()) == 4  # tests/conftest.py
+    with pytest.raises(ValueError, match="'batch_size' = 6 is invalid: allowed a multiple of the"):
+        run.run_training(_host_side_config(batch_size=6), tmp_path)
+    assert not (tmp_path / "config.json").exists()
