@@ -159,7 +159,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1,024 steps, for CI")
     parser.add_argument("--workdir", default=None, help="default: a new temporary directory")
     args = parser.parse_args()
-    config = corridor_config(quick=args.quick)
+    train_config = corridor_config(quick=args.quick)
 
     env = make_env("custom:corridor")
     print(
@@ -169,7 +169,7 @@ def main() -> None:
     play_always_right(env)
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="mz_jax_corridor_")
-    summary = run_training(config, workdir)
+    summary = run_training(train_config, workdir)
     # Untrained, every action ties and greedy search takes the lowest legal one, left: the agent
     # shuttles between cells 0 and 1 and scores 0.
     print("greedy evaluation (mean return of 16 episodes; 1.0 = always reaches the goal):")

@@ -37,9 +37,10 @@ def check_workdir(workdir: Path, *, required_bytes: int = 0) -> None:
     ``required_bytes`` free (room for one checkpoint)."""
     try:
         workdir.mkdir(parents=True, exist_ok=True)
-        probe = workdir / ".write-test"
+        # One probe per process: processes of a multi-host run share the workdir.
+        probe = workdir / f".write-test-{jax.process_index()}"
         probe.write_bytes(b"\0" * 4096)
-        probe.unlink()
+        probe.unlink(missing_ok=True)
     except OSError as error:
         raise OSError(f"workdir {str(workdir)!r} is not writable: {error}") from error
     free = shutil.disk_usage(workdir).free

@@ -167,44 +167,25 @@ def test_unknown_preset_lists_the_available_ones(capsys):
 
 
 def test_presets():
+    """Every preset loads, validates and names the environment it is for (values are tuned there)."""
     assert set(PRESETS) <= set(list_presets())
-    cartpole = load_preset("cartpole")
-    assert cartpole.env == "gymnax:CartPole-v1"
-    assert (cartpole.discount, cartpole.num_envs, cartpole.rollout_length) == (0.97, 16, 4)
-    assert (cartpole.updates_per_iteration, cartpole.batch_size) == (4, 128)
-    assert (cartpole.total_env_steps, cartpole.eval_every_env_steps) == (60_000, 5_000)
-    assert (cartpole.eval_episodes, cartpole.eval_max_steps) == (20, 500)
-    assert cartpole.learning_rate == 3e-3
-    assert (cartpole.search.policy, cartpole.search.num_simulations) == ("gumbel", 16)
-    assert (cartpole.network.hidden_sizes, cartpole.network.latent_size) == ((64, 64), 64)
+    expected_env = {
+        "cartpole": "gymnax:CartPole-v1",
+        "catch": "gymnax:Catch-bsuite",
+        "tic-tac-toe": "pgx:tic_tac_toe",  # dashes are accepted for underscores
+        "breakout_minatar": "gymnax:Breakout-MinAtar",
+    }
+    for name, env in expected_env.items():
+        config = load_preset(name)
+        assert config.env == env
+        assert config.total_env_steps is not None
+    # Board games are trained on Monte-Carlo targets: td_steps reaches past the longest game.
+    ttt = load_preset("tic_tac_toe")
+    assert (ttt.discount, ttt.td_steps) == (1.0, 9)
 
-    catch = load_preset("catch")
-    assert (catch.env, catch.discount, catch.total_env_steps) == (
-        "gymnax:Catch-bsuite",
-        0.97,
-        20_000,
-    )
 
-    ttt = load_preset("tic-tac-toe")  # dashes are accepted for underscores
-    assert (ttt.env, ttt.discount, ttt.td_steps, ttt.num_unroll_steps) == (
-        "pgx:tic_tac_toe",
-        1.0,
-        9,
-        5,
-    )
-    assert (ttt.search.policy, ttt.search.num_simulations) == ("gumbel", 32)
-    assert ttt.network.value_support_size <= 5 and ttt.total_env_steps == 200_000
-
-    breakout = load_preset("breakout_minatar")
-    assert breakout.env == "gymnax:Breakout-MinAtar" and breakout.discount == 0.997
-    assert (breakout.network.kind, breakout.network.channels, breakout.network.num_blocks) == (
-        "resnet",
-        32,
-        2,
-    )
-    assert breakout.total_env_steps == 1_000_000
-
-    assert default_workdir("cartpole", cartpole).as_posix() == "runs/cartpole"
+def test_default_workdir_names_the_preset_or_the_environment():
+    assert default_workdir("cartpole", load_preset("cartpole")).as_posix() == "runs/cartpole"
     assert default_workdir(None, TrainConfig()).as_posix() == "runs/gymnax_CartPole-v1"
 
 

@@ -69,13 +69,17 @@ def test_python_blocks_are_found_and_skip_marks_respected():
     assert python_blocks(page) == ["a = 1\n", "b = a + 1\n"]
 
 
-@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.name)
+PAGES_WITH_CODE = [page for page in DOCS if python_blocks(page.read_text())]
+
+
+def test_every_guide_but_the_index_has_code():
+    assert {page.name for page in DOCS} - {page.name for page in PAGES_WITH_CODE} == {"index.md"}
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: p.name)
 def test_doc_python_blocks_run(page, tmp_path):
-    blocks = python_blocks(page.read_text())
-    if not blocks:
-        pytest.skip(f"{page.name} has no python blocks")
     program = tmp_path / f"{page.stem}.py"
-    program.write_text("\n".join(blocks))
+    program.write_text("\n".join(python_blocks(page.read_text())))
     run_python(str(program))
 
 
@@ -97,6 +101,48 @@ def test_paths_named_in_the_docs_exist():
     assert named, "expected the guides to name example and test files"
     missing = sorted(path for path in named if not (REPO / path).exists())
     assert not missing, f"the guides name files that do not exist: {missing}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# The registration hook the custom-environment guide relies on (mz_jax.envs.register_env).
+
+
+def test_register_env_passes_arguments_and_checks_what_it_gets(monkeypatch):
+    from mz_jax import envs
+
+    monkeypatch.setattr(envs, "_REGISTERED", {})  # nothing leaks into other tests
+    # Listing the built-in names constructs every gymnax environment; two stand in for them here.
+    monkeypatch.setattr(envs, "_supported_names", lambda: ("gymnax:CartPole-v1", "pgx:go_9x9"))
+    calls = []
+
+    def factory(*, max_episode_steps=None, **kwargs):
+        calls.append((max_episode_steps, kwargs))
+        return envs.Env(
+            name="custom:dummy",
+            num_actions=2,
+            observation_shape=(3,),
+            num_players=1,
+            max_episode_steps=max_episode_steps,
+            reset=lambda key: None,
+            step=lambda key, state, action: None,
+        )
+
+    envs.register_env("custom:dummy", factory)
+    env = envs.make_env("custom:dummy", max_episode_steps=7, size=3)
+    assert calls == [(7, {"size": 3})] and env.max_episode_steps == 7
+    assert envs.list_envs() == ["gymnax:CartPole-v1", "pgx:go_9x9", "custom:dummy"]
+
+    with pytest.raises(ValueError, match="register_env") as error:
+        envs.make_env("custom:dumy")
+    assert "'custom:dummy'" in str(error.value)  # offered as a close match
+    for bad_name in ("gymnax:mine", "pgx:mine", "", 3):
+        with pytest.raises(ValueError, match="must be a non-empty str"):
+            envs.register_env(bad_name, factory)
+    with pytest.raises(ValueError, match="callable"):
+        envs.register_env("custom:x", "not a function")
+    envs.register_env("custom:wrong", lambda **kwargs: "not an Env")
+    with pytest.raises(ValueError, match="returned str, not an Env"):
+        envs.make_env("custom:wrong")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -164,7 +210,7 @@ def test_custom_network():
     for name in ("flax nnx", "jax.numpy"):
         line = re.search(rf"^\s*{re.escape(name)}: loss (\S+) .*gradient norm (\S+),", output, re.M)
         assert line, output
-        loss, grad_norm = float(line.group(1)), float(line.group(2).rstrip(","))
+        loss, grad_norm = float(line.group(1)), float(line.group(2))
         assert math.isfinite(loss) and loss > 0 and grad_norm > 0
 
 
@@ -202,7 +248,5 @@ def test_own_training_loop():
     first, last = losses["one device"]
     assert last < 0.7 * first
     assert losses["2 devices"] == pytest.approx(losses["one device"], rel=1e-3)
-    gap = float(
-        re.search(r"largest parameter difference after 60 updates: (\S+)", output).group(1)
-    )
+    gap = float(re.search(r"largest parameter difference after 60 updates: (\S+)", output).group(1))
     assert gap < 1e-4

@@ -154,11 +154,9 @@ def test_killed_run_resumes_bit_identically(tmp_path):
 # In-process runs on one shared compiled trainer, with faults injected between iterations
 
 IN_PROCESS_ITERATIONS = 8
-# With `pytest -n N --dist loadgroup`, these run in one worker and compile the shared trainer once.
-_shares_the_trainer = pytest.mark.xdist_group("mz_jax_run_shared_trainer")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # (not "module": xdist may interleave other modules' tests)
 def shared_trainer():
     """One compiled trainer for the in-process runs (they differ only in host-side settings)."""
     return make_train(_crash_worker.tiny_config(IN_PROCESS_ITERATIONS))
@@ -218,16 +216,14 @@ def _restore(workdir: Path, trainer):
     return restored
 
 
-@_shares_the_trainer
 def test_sigterm_saves_and_stops_then_the_same_call_carries_on(tmp_path, use_trainer, capsys):
     def terminate_at_3(iteration, state):
         if iteration == 3:
             os.kill(os.getpid(), signal.SIGTERM)
         return state
 
-    config = _host_side_config(
-        checkpoint_every_seconds=1e9
-    )  # saves only on the signal and at the end
+    # Saves only on the signal and at the end.
+    config = _host_side_config(checkpoint_every_seconds=1e9)
     use_trainer(terminate_at_3)
     handler = signal.getsignal(signal.SIGTERM)
     summary = run.run_training(config, tmp_path)
@@ -247,7 +243,6 @@ def test_sigterm_saves_and_stops_then_the_same_call_carries_on(tmp_path, use_tra
     assert [r["env_steps"] // 8 for r in records] == list(range(1, IN_PROCESS_ITERATIONS + 1))
 
 
-@_shares_the_trainer
 def test_every_multiple_of_keep_checkpoint_every_is_saved_and_kept(tmp_path, use_trainer):
     # Saved by time only at the end; orbax's keep_period keeps multiples, so they must be saved.
     config = _host_side_config(
@@ -258,7 +253,6 @@ def test_every_multiple_of_keep_checkpoint_every_is_saved_and_kept(tmp_path, use
     assert _checkpoints(tmp_path) == [3, 6, IN_PROCESS_ITERATIONS]
 
 
-@_shares_the_trainer
 def test_second_signal_stops_at_once(tmp_path, use_trainer):
     def terminate_twice(iteration, state):
         if iteration == 2:
@@ -272,7 +266,6 @@ def test_second_signal_stops_at_once(tmp_path, use_trainer):
     assert _checkpoints(tmp_path) == []
 
 
-@_shares_the_trainer
 def test_nonfinite_updates_are_skipped_counted_and_stop_the_run(
     tmp_path, use_trainer, shared_trainer, capsys
 ):
@@ -313,8 +306,7 @@ def test_nonfinite_updates_are_skipped_counted_and_stop_the_run(
     assert not checkpoint_lib.nonfinite_leaves(state)
 
 
-@_shares_the_trainer
-def test_nonfinite_environment_stops_the_run_naming_it(tmp_path, use_trainer, shared_trainer):
+def test_nonfinite_environment_stops_the_run_naming_it(tmp_path, use_trainer):
     def blow_up_physics(iteration, state):
         if iteration == 3:  # CartPole's state becomes NaN, so its observations do
             actor = state.actor
