@@ -229,7 +229,8 @@ def test_custom_environment(tmp_path):
     ]
     assert evals and evals[0][0] == 0, output  # the first evaluation is of the untrained network
     assert evals[0][1] == 0.0, output  # it shuttles between cells 0 and 1
-    assert evals[-1][0] > 0 and evals[-1][1] > evals[0][1], output
+    # The fast learning test: from shuttling (0) to walking straight to the goal (1) in 1,024 steps.
+    assert evals[-1][0] > 0 and evals[-1][1] >= 0.9, output
     assert (workdir / "metrics.jsonl").exists() and (workdir / "checkpoints").is_dir()
 
 

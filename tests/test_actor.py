@@ -1,0 +1,163 @@
+"""Compiled self-play: rollout shapes, auto-reset across episode boundaries, truncation bootstrap values,
+episode statistics and determinism; greedy evaluation against a random player."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mz_jax import actor, networks
+from mz_jax.envs import make_env
+from mz_jax.search import SearchConfig
+
+TIME_LIMIT, NUM_ENVS, NUM_STEPS = 5, 3, 12
+
+
+@pytest.fixture(scope="module")
+def setup():
+    # CartPole cannot fail within 5 steps of a reset (|x| < 2.4 and |theta| < 12 degrees need more),
+    # so every episode here ends by truncation at exactly the time limit.
+    env = make_env("gymnax:CartPole-v1", max_episode_steps=TIME_LIMIT)
+    network, params = networks.make_mlp_network(
+        jax.random.key(0),
+        observation_shape=(4,),
+        num_actions=2,
+        hidden_sizes=(8,),
+        latent_size=8,
+        value_support_size=3,
+        reward_support_size=3,
+    )
+    # Move the zero-initialised heads off zero, so values (and bootstrap values) are not all 0.
+    leaves, treedef = jax.tree.flatten(params)
+    keys = jax.random.split(jax.random.key(1), len(leaves))
+    params = jax.tree.unflatten(
+        treedef,
+        [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys, strict=True)],
+    )
+    config = SearchConfig(policy="gumbel", num_simulations=2, max_num_considered_actions=2)
+
+    @jax.jit
+    def run(key):
+        state = actor.init_actor(env, jax.random.key(7), num_envs=NUM_ENVS)
+        return actor.rollout(
+            params, key, state, env=env, network=network, search_config=config, num_steps=NUM_STEPS
+        )
+
+    return env, network, params, config, run
+
+
+def test_rollout_shapes_and_dtypes(setup):
+    _, _, _, _, run = setup
+    _, trajectory, _ = run(jax.random.key(0))
+    t, e = NUM_STEPS, NUM_ENVS
+    expected = {
+        "observation": ((t, e, 4), jnp.float32),
+        "action": ((t, e), jnp.int32),
+        "reward": ((t, e), jnp.float32),
+        "terminated": ((t, e), jnp.bool_),
+        "truncated": ((t, e), jnp.bool_),
+        "policy": ((t, e, 2), jnp.float32),
+        "root_value": ((t, e), jnp.float32),
+        "player": ((t, e), jnp.int32),
+        "legal_action_mask": ((t, e, 2), jnp.bool_),
+        "bootstrap_value": ((t, e), jnp.float32),
+    }
+    for name, (shape, dtype) in expected.items():
+        leaf = getattr(trajectory, name)
+        assert leaf.shape == shape and leaf.dtype == dtype, name
+    np.testing.assert_allclose(trajectory.policy.sum(-1), 1.0, rtol=1e-5)
+    assert np.all(trajectory.player == 0) and np.all(trajectory.legal_action_mask)
+
+
+def test_episodes_reset_themselves_at_the_time_limit(setup):
+    _, _, _, _, run = setup
+    state, trajectory, stats = run(jax.random.key(0))
+    steps = np.arange(NUM_STEPS)[:, None]
+    truncated = np.asarray(trajectory.truncated)
+    # Transitions 4 and 9 end the 5-step episodes (rows t where t % 5 == 4).
+    np.testing.assert_array_equal(truncated, np.broadcast_to(steps % 5 == 4, truncated.shape))
+    assert not np.any(trajectory.terminated)
+    np.testing.assert_array_equal(trajectory.reward, 1.0)  # CartPole pays 1 per step
+    # The row after each ending is a fresh start: CartPole resets every component in [-0.05, 0.05].
+    fresh = np.asarray(trajectory.observation)[[5, 10]]
+    assert np.all(np.abs(fresh) <= 0.05)
+    # Two episodes of 5 steps in each of 3 environments; 2 steps into the third.
+    assert (int(stats.episodes), float(stats.return_sum), int(stats.length_sum)) == (6, 30.0, 30)
+    np.testing.assert_array_equal(state.episode_length, 2)
+    np.testing.assert_array_equal(state.episode_return, 2.0)
+    assert int(stats.nonfinite) == 0
+
+
+def test_truncation_carries_a_bootstrap_value_and_nothing_else_does(setup):
+    _, _, _, _, run = setup
+    _, trajectory, _ = run(jax.random.key(0))
+    bootstrap = np.asarray(trajectory.bootstrap_value)
+    truncated = np.asarray(trajectory.truncated)
+    assert np.all(bootstrap[~truncated] == 0.0)
+    assert np.all(bootstrap[truncated] != 0.0)  # the (perturbed) network's value of the final state
+
+
+def test_rollout_is_deterministic_for_a_key(setup):
+    _, _, _, _, run = setup
+    first = run(jax.random.key(3))
+    again = run(jax.random.key(3))
+    jax.tree.map(np.testing.assert_array_equal, first, again)
+    other = run(jax.random.key(4))
+    assert not np.array_equal(first[1].observation, other[1].observation)
+
+
+def test_evaluation_plays_one_greedy_episode_per_environment(setup):
+    env, network, params, config, _ = setup
+    result = jax.jit(
+        lambda key: actor.evaluate(
+            params,
+            key,
+            env=env,
+            network=network,
+            search_config=config,
+            num_episodes=4,
+            max_steps=TIME_LIMIT + 3,
+        )
+    )(jax.random.key(0))
+    # Each first episode ends at the time limit; steps after it are not counted.
+    np.testing.assert_array_equal(result.episode_length, TIME_LIMIT)
+    np.testing.assert_array_equal(result.episode_return, float(TIME_LIMIT))
+    assert np.all(result.completed)
+
+
+def test_evaluation_against_a_random_player_in_both_seats():
+    env = make_env("pgx:tic_tac_toe")
+    network, params = networks.make_mlp_network(
+        jax.random.key(0),
+        observation_shape=env.observation_shape,
+        num_actions=9,
+        hidden_sizes=(8,),
+        latent_size=8,
+        value_support_size=3,
+        reward_support_size=3,
+    )
+    config = SearchConfig(num_simulations=2, two_player=True, discount=1.0)
+    result = actor.evaluate(
+        params,
+        jax.random.key(1),
+        env=env,
+        network=network,
+        search_config=config,
+        num_episodes=8,
+        max_steps=9,
+        opponent="random",
+    )
+    assert np.all(result.completed)  # tic-tac-toe ends within 9 moves
+    assert set(np.unique(result.episode_return)) <= {-1.0, 0.0, 1.0}
+    assert np.all((result.episode_length >= 5) & (result.episode_length <= 9))
+    with pytest.raises(ValueError, match="two-player"):
+        actor.evaluate(
+            params,
+            jax.random.key(1),
+            env=make_env("gymnax:CartPole-v1"),
+            network=network,
+            search_config=config,
+            num_episodes=2,
+            max_steps=2,
+            opponent="random",
+        )
