@@ -76,7 +76,8 @@ def test_every_guide_but_the_index_has_code():
     assert {page.name for page in DOCS} - {page.name for page in PAGES_WITH_CODE} == {"index.md"}
 
 
-@pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: p.name)
+# The README's library example runs too: it is the first code a user copies.
+@pytest.mark.parametrize("page", [*PAGES_WITH_CODE, REPO / "README.md"], ids=lambda p: p.name)
 def test_doc_python_blocks_run(page, tmp_path):
     program = tmp_path / f"{page.stem}.py"
     program.write_text("\n".join(python_blocks(page.read_text())))
