@@ -151,9 +151,6 @@ class Agent:
           FileNotFoundError: if ``workdir`` has no ``config.json`` or no checkpoint.
           mz_jax.checkpoint.CheckpointError: if it has checkpoints but none restores.
         """
-        # Imported here: mz_jax.run brings in the host loop (logging, TensorBoard, matplotlib).
-        from mz_jax.run import abstract_state
-
         workdir = Path(workdir)
         config = read_config(workdir)
         checkpoints = workdir / checkpoint_lib.CHECKPOINT_DIR
@@ -170,7 +167,7 @@ class Agent:
                 raise no_checkpoint
             trainer = make_train(config, devices=[device or jax.local_devices()[0]])
             # Read-only: failed checkpoints are reported and skipped, never moved aside.
-            step, state, meta = checkpointer.restore_latest(abstract_state(trainer))
+            step, state, meta = checkpointer.restore_latest(trainer.abstract_state)
         finally:
             checkpointer.close()
         agent = cls.__new__(cls)

@@ -23,7 +23,7 @@ from mz_jax import checkpoint as checkpoint_lib
 from mz_jax.config import TrainConfig
 from mz_jax.logger import MetricsLogger, Progress, plot_learning_curve
 from mz_jax.networks import count_params
-from mz_jax.train import Trainer, make_train
+from mz_jax.train import make_train
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -78,18 +78,6 @@ def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: boo
             )
     if jax.process_index() == 0:
         checkpoint_lib.write_atomically(path, json.dumps(current, indent=2) + "\n")
-
-
-def abstract_state(trainer: Trainer) -> Any:
-    """The run state's shapes, dtypes and shardings, for restoring a checkpoint onto the mesh."""
-    shapes = jax.eval_shape(trainer.init, 0)
-    return jax.tree.map(
-        lambda s, spec: jax.ShapeDtypeStruct(
-            s.shape, s.dtype, sharding=jax.sharding.NamedSharding(trainer.mesh, spec)
-        ),
-        shapes,
-        trainer.state_specs,
-    )
 
 
 def forget_metrics_after(workdir: Path, env_steps: int) -> None:
@@ -172,7 +160,7 @@ def run_training(
     is_main = jax.process_index() == 0
     check_workdir(workdir)
     trainer = make_train(config)  # checks the devices and the environment; compiles nothing yet
-    target = abstract_state(trainer)
+    target = trainer.abstract_state
     check_workdir(workdir, required_bytes=checkpoint_lib.state_nbytes(target))
     check_config(workdir, config, allow_config_change=allow_config_change)
     checkpointer = checkpoint_lib.Checkpointer(

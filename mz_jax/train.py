@@ -126,6 +126,9 @@ class Trainer:
         state is donated).
       evaluate: ``evaluate(params, key) -> EvalResult``, greedy episodes on separate environments.
       per_device_step: the per-device function that ``step`` wraps in ``shard_map``.
+      state_specs: the ``PartitionSpec`` of every leaf of the run state over ``'data'``.
+      abstract_state: the run state's shapes, dtypes and shardings (``jax.ShapeDtypeStruct``
+        leaves), e.g. to restore a checkpoint onto the mesh.
       env_steps_per_iteration: environment steps one ``step`` takes, all devices together.
       bytes_per_transition: replay memory per stored transition.
     """
@@ -140,6 +143,7 @@ class Trainer:
     evaluate: Callable[[Params, Array], actor_lib.EvalResult]
     per_device_step: Callable[[RunState], tuple[RunState, IterationMetrics]]
     state_specs: Any
+    abstract_state: Any
     env_steps_per_iteration: int
     bytes_per_transition: int
 
@@ -350,7 +354,9 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
             return train, replay, jax.tree.map(jnp.mean, metrics), jnp.int32(len(keys))
 
         def skip(train, replay):
-            zeros = learner.UpdateMetrics(*(jnp.zeros((), jnp.float32) for _ in range(8)))
+            zeros = learner.UpdateMetrics(
+                *(jnp.zeros((), jnp.float32) for _ in learner.UpdateMetrics._fields)
+            )
             return train, replay, zeros, jnp.int32(0)
 
         ready = replay_lib.can_sample(replay, window_length=window) & (
@@ -386,10 +392,15 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
         )
         return new_state, metrics
 
-    abstract_state = jax.eval_shape(init, 0)
-    specs = _state_specs(abstract_state)
+    shapes = jax.eval_shape(init, 0)
+    specs = _state_specs(shapes)
     shardings = jax.tree.map(
         lambda spec: NamedSharding(mesh, spec), specs, is_leaf=lambda x: isinstance(x, P)
+    )
+    abstract_state = jax.tree.map(
+        lambda s, sharding: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding),
+        shapes,
+        shardings,
     )
     metric_specs = IterationMetrics(*(P() for _ in IterationMetrics._fields))
     step = jax.jit(
@@ -425,6 +436,7 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
         evaluate=evaluate,
         per_device_step=per_device_step,
         state_specs=specs,
+        abstract_state=abstract_state,
         env_steps_per_iteration=steps_per_iteration,
         bytes_per_transition=replay_lib.bytes_per_transition(example),
     )

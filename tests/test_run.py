@@ -211,7 +211,7 @@ def _checkpoints(workdir: Path) -> list[int]:
 
 def _restore(workdir: Path, trainer):
     checkpointer = checkpoint_lib.Checkpointer(workdir)
-    restored = checkpointer.restore_latest(run.abstract_state(trainer))
+    restored = checkpointer.restore_latest(trainer.abstract_state)
     checkpointer.close()
     return restored
 
