@@ -141,18 +141,37 @@ class Agent:
         self._evaluators: dict[tuple, Any] = {}
 
     @classmethod
-    def restore(cls, workdir: str | Path, *, device: jax.Device | None = None) -> Agent:
+    def restore(
+        cls, workdir: str | Path, *, seed_index: int = 0, device: jax.Device | None = None
+    ) -> Agent:
         """The agent of the newest checkpoint in ``workdir`` that restores and verifies.
 
         Reads only: a training run may be saving into ``workdir`` at the same time, so nothing there
         is cleaned up, moved or created (a checkpoint that fails is reported and skipped).
 
+        Args:
+          workdir: the training run's directory.
+          seed_index: which run of a multi-seed run (``num_seeds > 1``), ``0 <= seed_index <
+            num_seeds``; the agent's ``config`` is then that run's (``seed + seed_index``,
+            ``num_seeds = 1``).
+          device: where the agent's programs run; default this process's first device.
+
         Raises:
           FileNotFoundError: if ``workdir`` has no ``config.json`` or no checkpoint.
+          ValueError: if ``seed_index`` is out of range.
           mz_jax.checkpoint.CheckpointError: if it has checkpoints but none restores.
         """
         workdir = Path(workdir)
         config = read_config(workdir)
+        if (
+            isinstance(seed_index, bool)
+            or not isinstance(seed_index, int)
+            or not 0 <= seed_index < config.num_seeds
+        ):
+            raise ValueError(
+                f"seed_index {seed_index!r} is invalid: {str(workdir)!r} holds {config.num_seeds} "
+                f"run(s); allowed an integer in [0, {config.num_seeds - 1}]"
+            )
         checkpoints = workdir / checkpoint_lib.CHECKPOINT_DIR
         no_checkpoint = FileNotFoundError(
             f"{str(workdir)!r} has no checkpoint in {checkpoint_lib.CHECKPOINT_DIR}/ yet (a run "
@@ -170,12 +189,18 @@ class Agent:
             step, state, meta = checkpointer.restore_latest(trainer.abstract_state)
         finally:
             checkpointer.close()
+        params = state.train.params
+        if config.num_seeds > 1:
+            params = jax.tree.map(lambda x: x[seed_index], params)
+            config = config.replace(seed=config.seed + seed_index, num_seeds=1)
         agent = cls.__new__(cls)
-        agent._init(config, state.train.params, trainer)
+        agent._init(config, params, trainer)
         agent.checkpoint_step = int(step)
-        agent.updates = int(meta.get("updates", state.train.step))
+        # Counters are the same for every seed of a multi-seed run.
+        first = lambda x: int(np.asarray(x).reshape(-1)[0])
+        agent.updates = int(meta.get("updates", first(state.train.step)))
         agent.env_steps = int(
-            meta.get("env_steps", int(state.iteration) * trainer.env_steps_per_iteration)
+            meta.get("env_steps", first(state.iteration) * trainer.env_steps_per_iteration)
         )
         return agent
 

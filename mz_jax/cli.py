@@ -205,6 +205,12 @@ def _eval_parser() -> argparse.ArgumentParser:
         "the episodes (default), or the agent itself",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
+    parser.add_argument(
+        "--seed-index",
+        type=int,
+        default=0,
+        help="which run of a multi-seed run (trained with --num-seeds) to evaluate (default 0)",
+    )
     return parser
 
 
@@ -232,7 +238,7 @@ def _eval(argv: list[str]) -> int:
             raise CliError(
                 f"--opponent {args.opponent}: {config.env} is a single-player environment"
             )
-        agent = Agent.restore(args.workdir)
+        agent = Agent.restore(args.workdir, seed_index=args.seed_index)
     except (FileNotFoundError, CheckpointError, ValueError) as error:  # ValueError: config.json
         raise CliError(str(error), status=1) from error
     opponent = "random" if two_player and args.opponent in (None, "random") else None
@@ -249,8 +255,9 @@ def _eval(argv: list[str]) -> int:
     returns = np.asarray(result.episode_return, np.float64)
     completed = np.asarray(result.completed, bool)
     against = {"random": " against a random player", None: " in self-play" if two_player else ""}
+    of_seed = f" (run of seed {agent.config.seed})" if config.num_seeds > 1 else ""
     print(
-        f"{config.env}, checkpoint {agent.checkpoint_step} ({agent.updates:,} updates, "
+        f"{config.env}{of_seed}, checkpoint {agent.checkpoint_step} ({agent.updates:,} updates, "
         f"{agent.env_steps:,} env steps): {episodes} greedy episodes{against[opponent]}, "
         f"{int(completed.sum())} finished within {max_steps} steps"
     )

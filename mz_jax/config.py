@@ -103,6 +103,10 @@ class TrainConfig:
     """Time limit in environment steps (truncation); None keeps the environment's own."""
     seed: int = 0
     """Seed of every random choice of the run, in [0, 2**31 - 1]."""
+    num_seeds: int = 1
+    """Independent runs with seeds seed, seed + 1, ... trained as one program: the whole run state
+    gets a leading axis of this size and the step is vmapped over it (the runs share nothing but the
+    compiled code). 1: a plain run without the axis."""
     total_env_steps: int | None = 100_000
     """Stop after this many environment steps (all environments together); None runs until stopped."""
 
@@ -191,6 +195,7 @@ class TrainConfig:
             _check_int("max_episode_steps", self.max_episode_steps, 1)
         # jax.random.key keeps 32 bits, and init takes the seed as a traced int32.
         _check_int("seed", self.seed, 0, 2**31 - 1)
+        _check_int("num_seeds", self.num_seeds, 1, 2**31 - self.seed)
         if self.total_env_steps is not None:
             _check_int("total_env_steps", self.total_env_steps, 1)
         for name in (

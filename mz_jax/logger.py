@@ -91,17 +91,16 @@ def read_metrics(workdir: str | Path) -> list[dict]:
 
 
 def plot_learning_curve(workdir: str | Path, *, title: str = "") -> Path | None:
-    """Saves ``learning_curve.png``: training and evaluation returns against environment steps."""
-    records = read_metrics(workdir)
-    train = [
-        (r["env_steps"], r["episode_return"]) for r in records if _finite(r.get("episode_return"))
-    ]
-    evals = [
-        (r["env_steps"], r["eval/episode_return"])
-        for r in records
-        if _finite(r.get("eval/episode_return"))
-    ]
-    if not train and not evals:
+    """Saves ``learning_curve.png``: training and evaluation returns against environment steps (one
+    pair of lines per seed in a multi-seed run)."""
+    by_seed: dict[Any, dict[str, list]] = {}
+    for r in read_metrics(workdir):
+        curves = by_seed.setdefault(r.get("seed"), {"train": [], "eval": []})
+        if _finite(r.get("episode_return")):
+            curves["train"].append((r["env_steps"], r["episode_return"]))
+        if _finite(r.get("eval/episode_return")):
+            curves["eval"].append((r["env_steps"], r["eval/episode_return"]))
+    if not any(c["train"] or c["eval"] for c in by_seed.values()):
         return None
     import matplotlib
 
@@ -109,15 +108,28 @@ def plot_learning_curve(workdir: str | Path, *, title: str = "") -> Path | None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
-    if train:
-        ax.plot(*zip(*train, strict=True), label="training episodes", alpha=0.6)
-    if evals:
-        ax.plot(*zip(*evals, strict=True), "o-", label="greedy evaluation")
+    for index, (seed, curves) in enumerate(sorted(by_seed.items(), key=lambda kv: str(kv[0]))):
+        of_seed = "" if seed is None else f" (seed {seed})"
+        color = f"C{index % 10}"
+        if curves["train"]:
+            ax.plot(
+                *zip(*curves["train"], strict=True),
+                color=color,
+                alpha=0.35,
+                label=f"training episodes{of_seed}",
+            )
+        if curves["eval"]:
+            ax.plot(
+                *zip(*curves["eval"], strict=True),
+                "o-",
+                color=color,
+                label=f"greedy evaluation{of_seed}",
+            )
     ax.set_xlabel("environment steps")
     ax.set_ylabel("episode return")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize="small")
     path = Path(workdir) / "learning_curve.png"
     fig.tight_layout()
     fig.savefig(path)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from mz_jax import checkpoint as checkpoint_lib
@@ -112,15 +113,24 @@ def _nonfinite_message(step: int, metrics: dict) -> str:
 
 
 def _nonfinite_error(config: TrainConfig, metrics: dict, *, step: int, env_steps: int):
-    """The :class:`NonFiniteError` this iteration's metrics call for, or None."""
-    if metrics["nonfinite_env_steps"] > 0:
-        return NonFiniteError(
-            f"the environment {config.env} returned a non-finite observation or reward "
-            f"({int(metrics['nonfinite_env_steps'])} steps) before env step {env_steps}"
-        )
-    if metrics["nonfinite_updates_in_a_row"] >= config.max_consecutive_nonfinite:
-        return NonFiniteError(_nonfinite_message(step, metrics))
+    """The :class:`NonFiniteError` this iteration's metrics (arrays ``[num_seeds]``) call for, or
+    None."""
+    for i in range(config.num_seeds):
+        of_seed = {name: value[i] for name, value in metrics.items()}
+        which = f" (seed {config.seed + i})" if config.num_seeds > 1 else ""
+        if of_seed["nonfinite_env_steps"] > 0:
+            return NonFiniteError(
+                f"the environment {config.env} returned a non-finite observation or reward "
+                f"({int(of_seed['nonfinite_env_steps'])} steps) before env step {env_steps}{which}"
+            )
+        if of_seed["nonfinite_updates_in_a_row"] >= config.max_consecutive_nonfinite:
+            return NonFiniteError(_nonfinite_message(step, of_seed) + which)
     return None
+
+
+def _first(x: Any) -> int:
+    """A counter of the run state as an int (the same for every seed of a multi-seed run)."""
+    return int(np.asarray(jax.device_get(x)).reshape(-1)[0])
 
 
 def run_training(
@@ -146,7 +156,9 @@ def run_training(
       max_iterations: stop after this many iterations of this call (for tests and profiling).
 
     Returns:
-      A summary: environment steps, updates, wall time and the last evaluation's mean return.
+      A summary: environment steps, updates, wall time, the last evaluation's mean return
+      (``eval_return``, averaged over the seeds) and each seed's (``eval_returns``), and the last
+      iteration's metrics (``metrics``, averaged over the seeds).
 
     Raises:
       ValueError: a configuration that does not fit the devices, an unknown environment, or one that
@@ -177,26 +189,28 @@ def run_training(
     else:
         _, state, meta = restored
         wall_offset, next_eval = float(meta["wall_s"]), int(meta["next_eval_env_steps"])
-    iteration = int(state.iteration)
+    iteration = _first(state.iteration)
     per_iteration = trainer.env_steps_per_iteration
     env_steps = iteration * per_iteration
     forget_metrics_after(workdir, env_steps)
 
     if is_main:
-        num_params = count_params(state.train.params)
-        replay_mb = trainer.bytes_per_transition * config.replay_capacity / 2**20
+        num_params = count_params(state.train.params) // config.num_seeds
+        replay_mb = trainer.bytes_per_transition * config.replay_capacity * config.num_seeds / 2**20
+        seeds_times = f" x {config.num_seeds} seeds" if config.num_seeds > 1 else ""
         print(
             f"mz_jax: {config.env} | {len(trainer.mesh.devices.flat)} device(s) "
             f"({jax.default_backend()}, {jax.process_count()} process(es)) | network "
             f"{num_params:,} parameters | replay {config.replay_capacity:,} transitions x "
-            f"{trainer.bytes_per_transition} bytes = {replay_mb:.1f} MiB | search "
-            f"{trainer.search_config.policy} x {trainer.search_config.num_simulations} simulations",
+            f"{trainer.bytes_per_transition} bytes{seeds_times} = {replay_mb:.1f} MiB | search "
+            f"{trainer.search_config.policy} x {trainer.search_config.num_simulations} simulations"
+            + (f" | {config.num_seeds} seeds in one program" if config.num_seeds > 1 else ""),
             flush=True,
         )
         if restored is not None:
             print(
                 f"resumed from checkpoint {iteration} (iteration {iteration}, update "
-                f"{int(state.train.step)}, env step {env_steps:,})",
+                f"{_first(state.train.step)}, env step {env_steps:,})",
                 flush=True,
             )
 
@@ -218,8 +232,12 @@ def run_training(
     start = time.monotonic()
     wall = lambda: wall_offset + time.monotonic() - start
     last_checkpoint = time.monotonic()
-    window = {"episodes": 0.0, "return_sum": 0.0, "length_sum": 0.0}
-    last_eval_return = None
+    num_seeds = config.num_seeds
+    seeds = [config.seed + i for i in range(num_seeds)]
+    new_window = lambda: {k: np.zeros(num_seeds) for k in ("episodes", "return_sum", "length_sum")}
+    window = new_window()
+    last_eval_return = None  # per seed
+    last_eval_env_steps = None
     last_metrics: dict = {}
 
     def save():
@@ -229,7 +247,7 @@ def run_training(
             state,
             meta={
                 "iteration": iteration,
-                "updates": int(state.train.step),
+                "updates": _first(state.train.step),
                 "env_steps": env_steps,
                 "wall_s": wall(),
                 "next_eval_env_steps": next_eval,
@@ -237,10 +255,22 @@ def run_training(
             },
         )
 
-    def evaluate():
-        key = jax.random.fold_in(jax.random.key(config.seed + 1), iteration)
+    def evaluate() -> list[float]:
+        """The mean greedy return of each seed."""
+        # Each seed's evaluation episodes are those of its plain run.
+        keys = [jax.random.fold_in(jax.random.key(seed + 1), iteration) for seed in seeds]
+        key = keys[0] if num_seeds == 1 else jnp.stack(keys)
         result = jax.device_get(trainer.evaluate(state.train.params, key))
-        return float(np.mean(result.episode_return))
+        returns = np.asarray(result.episode_return, np.float64).reshape(num_seeds, -1)
+        return [float(r) for r in returns.mean(axis=1)]
+
+    def write(records: list[dict]) -> None:
+        """One record per seed (with its ``seed`` when there are several)."""
+        for seed, record in zip(seeds, records, strict=True):
+            extra = {"seed": seed} if num_seeds > 1 else {}
+            logger.write(
+                step=_first(state.train.step), env_steps=env_steps, wall_s=wall(), **extra, **record
+            )
 
     iterations_this_call = 0
     try:
@@ -254,44 +284,51 @@ def run_training(
             iteration += 1
             iterations_this_call += 1
             env_steps = iteration * per_iteration
-            metrics = {k: float(v) for k, v in jax.device_get(metrics)._asdict().items()}
-            last_metrics = metrics
+            metrics = {
+                k: np.asarray(v, np.float64).reshape(num_seeds)
+                for k, v in jax.device_get(metrics)._asdict().items()
+            }
+            last_metrics = {k: float(v.mean()) for k, v in metrics.items()}
             failure = _nonfinite_error(
-                config, metrics, step=int(state.train.step), env_steps=env_steps
+                config, metrics, step=_first(state.train.step), env_steps=env_steps
             )
             window["episodes"] += metrics["episodes"]
             window["return_sum"] += metrics["episode_return_sum"]
             window["length_sum"] += metrics["episode_length_sum"]
 
-            record: dict[str, Any] = {}
+            eval_returns = None
             if failure is None and config.eval_every_env_steps and env_steps >= next_eval:
-                last_eval_return = evaluate()
-                record["eval/episode_return"] = last_eval_return
+                eval_returns = last_eval_return = evaluate()
+                last_eval_env_steps = env_steps
                 next_eval += config.eval_every_env_steps * max(
                     1, math.ceil((env_steps - next_eval + 1) / config.eval_every_env_steps)
                 )
-            if progress.due() or record or failure is not None:
-                episodes = window["episodes"]
-                train_return = window["return_sum"] / episodes if episodes else None
-                record.update(
-                    {k: v for k, v in metrics.items() if k not in ("episodes",)},
-                    episode_return=train_return,
-                    episode_length=window["length_sum"] / episodes if episodes else None,
-                    episodes=episodes,
-                )
-                logger.write(
-                    step=int(state.train.step), env_steps=env_steps, wall_s=wall(), **record
-                )
+            if progress.due() or eval_returns is not None or failure is not None:
+                records = []
+                for i in range(num_seeds):
+                    episodes = float(window["episodes"][i])
+                    record: dict[str, Any] = {}
+                    if eval_returns is not None:
+                        record["eval/episode_return"] = eval_returns[i]
+                    record.update(
+                        {k: float(v[i]) for k, v in metrics.items() if k != "episodes"},
+                        episode_return=window["return_sum"][i] / episodes if episodes else None,
+                        episode_length=window["length_sum"][i] / episodes if episodes else None,
+                        episodes=episodes,
+                    )
+                    records.append(record)
+                write(records)
                 if is_main:
+                    episodes = float(window["episodes"].sum())
                     progress.report(
                         env_steps=env_steps,
-                        updates=int(state.train.step),
+                        updates=_first(state.train.step),
                         wall_s=wall(),
-                        loss=metrics["loss"] if metrics["updates"] else None,
-                        episode_return=train_return,
-                        eval_return=record.get("eval/episode_return"),
+                        loss=last_metrics["loss"] if last_metrics["updates"] else None,
+                        episode_return=window["return_sum"].sum() / episodes if episodes else None,
+                        eval_return=None if eval_returns is None else float(np.mean(eval_returns)),
                     )
-                window = {"episodes": 0.0, "return_sum": 0.0, "length_sum": 0.0}
+                window = new_window()
             if failure is not None:
                 raise failure  # before any save: this state may hold non-finite data
             keep_every = config.keep_checkpoint_every
@@ -305,15 +342,19 @@ def run_training(
             and config.eval_every_env_steps
             and (config.total_env_steps is not None and env_steps >= config.total_env_steps)
         ):
-            last_eval_return = evaluate()
-            logger.write(
-                step=int(state.train.step),
-                env_steps=env_steps,
-                wall_s=wall(),
-                **{"eval/episode_return": last_eval_return},
-            )
+            if last_eval_env_steps != env_steps:  # not already evaluated at this iteration
+                last_eval_return = evaluate()
+                write([{"eval/episode_return": r} for r in last_eval_return])
             if is_main:
-                print(f"final greedy evaluation: mean return {last_eval_return:.3g}", flush=True)
+                per_seed = (
+                    f" (seeds {', '.join(f'{r:.3g}' for r in last_eval_return)})"
+                    if num_seeds > 1
+                    else ""
+                )
+                print(
+                    f"final greedy evaluation: mean return {np.mean(last_eval_return):.3g}{per_seed}",
+                    flush=True,
+                )
         save()
     finally:
         checkpointer.close()
@@ -325,9 +366,10 @@ def run_training(
     return {
         "env_steps": env_steps,
         "iterations": iteration,
-        "updates": int(state.train.step),
+        "updates": _first(state.train.step),
         "wall_s": wall(),
-        "eval_return": last_eval_return,
+        "eval_return": None if last_eval_return is None else float(np.mean(last_eval_return)),
+        "eval_returns": last_eval_return,
         "metrics": last_metrics,
         "stopped_by_signal": bool(stop_signal),
     }

@@ -126,6 +126,12 @@ class Trainer:
         state is donated).
       evaluate: ``evaluate(params, key) -> EvalResult``, greedy episodes on separate environments.
       per_device_step: the per-device function that ``step`` wraps in ``shard_map``.
+
+    With ``config.num_seeds = S > 1`` the run state holds S independent runs, seeds ``seed`` to
+    ``seed + S - 1``: ``init(seed)`` gives every leaf a leading axis ``[S]``, ``step`` advances all of
+    them (metrics ``[S]``), and ``evaluate`` takes parameters ``[S, ...]`` and keys ``[S]`` and
+    returns episodes ``[S, num_episodes]``. Run ``i`` equals the plain run of seed ``seed + i`` up
+    to float rounding.
       state_specs: the ``PartitionSpec`` of every leaf of the run state over ``'data'``.
       abstract_state: the run state's shapes, dtypes and shardings (``jax.ShapeDtypeStruct``
         leaves), e.g. to restore a checkpoint onto the mesh.
@@ -215,9 +221,11 @@ def _on_host(relayout: Callable, x: Any, spec: P) -> Any:
     return relayout(np.asarray(x), spec)
 
 
-def _state_specs(state: RunState) -> RunState:
+def _state_specs(state: RunState, *, seeded: bool) -> RunState:
+    """The partition specs of a run state; ``seeded``: every leaf has a leading (unsharded) seed
+    axis."""
     replicated = lambda tree: jax.tree.map(lambda _: P(), tree)
-    return RunState(
+    specs = RunState(
         train=replicated(state.train),
         actor=jax.tree.map(lambda _: P(AXIS), state.actor),
         replay=replay_lib.ReplayState(
@@ -230,6 +238,9 @@ def _state_specs(state: RunState) -> RunState:
         key=P(),
         iteration=P(),
     )
+    if not seeded:
+        return specs
+    return jax.tree.map(lambda spec: P(None, *spec), specs, is_leaf=lambda x: isinstance(x, P))
 
 
 def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
@@ -392,8 +403,25 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
         )
         return new_state, metrics
 
-    shapes = jax.eval_shape(init, 0)
-    specs = _state_specs(shapes)
+    num_seeds = config.num_seeds
+    if num_seeds == 1:
+        run_init, run_step = init, per_device_step
+        evaluate_one_or_all = actor_lib.evaluate
+    else:
+        # Seeds as a leading axis of every leaf. A `lax.cond` whose predicate is batched becomes a
+        # select, so while the replay warms up the updates are computed and discarded (the
+        # predicate is the same for every seed).
+        def run_init(seed):
+            return jax.vmap(init)(seed + jnp.arange(num_seeds))
+
+        run_step = jax.vmap(per_device_step)
+
+        def evaluate_one_or_all(params, key, **kwargs):
+            evaluate_one = functools.partial(actor_lib.evaluate, **kwargs)
+            return jax.vmap(evaluate_one)(params, key)
+
+    shapes = jax.eval_shape(run_init, 0)
+    specs = _state_specs(shapes, seeded=num_seeds > 1)
     shardings = jax.tree.map(
         lambda spec: NamedSharding(mesh, spec), specs, is_leaf=lambda x: isinstance(x, P)
     )
@@ -405,7 +433,7 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
     metric_specs = IterationMetrics(*(P() for _ in IterationMetrics._fields))
     step = jax.jit(
         jax.shard_map(
-            per_device_step,
+            run_step,
             mesh=mesh,
             in_specs=(specs,),
             out_specs=(specs, metric_specs),
@@ -416,7 +444,7 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
     eval_env = env
     evaluate = jax.jit(
         functools.partial(
-            actor_lib.evaluate,
+            evaluate_one_or_all,
             env=eval_env,
             network=network,
             search_config=search_config,
@@ -431,10 +459,10 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
         network=network,
         search_config=search_config,
         mesh=mesh,
-        init=jax.jit(init, out_shardings=shardings),
+        init=jax.jit(run_init, out_shardings=shardings),
         step=step,
         evaluate=evaluate,
-        per_device_step=per_device_step,
+        per_device_step=run_step,
         state_specs=specs,
         abstract_state=abstract_state,
         env_steps_per_iteration=steps_per_iteration,

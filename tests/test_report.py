@@ -1,0 +1,278 @@
+"""The suite report (mz_jax.report) on a fake suite workdir, and the shipped reference-score file."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from mz_jax import aggregate, report
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SUITES = {
+    "classic": ["gymnax:CartPole-v1", "gymnax:Acrobot-v1", "gymnax:MountainCar-v0"],
+    "minatar": [
+        "gymnax:Asterix-MinAtar",
+        "gymnax:Breakout-MinAtar",
+        "gymnax:Freeway-MinAtar",
+        "gymnax:SpaceInvaders-MinAtar",
+    ],
+    "board": ["pgx:tic_tac_toe", "pgx:connect_four"],
+}
+
+CARTPOLE_FINALS = [100.0, 200.0, 360.0]
+CARTPOLE_BESTS = [150.0, 250.0, 400.0]
+TTT_FINALS = [0.5, 0.75, 1.0]
+TTT_BESTS = [0.75, 0.75, 1.0]
+# Normalisation ends chosen for hand arithmetic.
+REFERENCES = {
+    "gymnax:CartPole-v1": aggregate.ReferenceScore(0.0, 400.0, "by hand", "by hand"),
+    "pgx:tic_tac_toe": aggregate.ReferenceScore(0.0, 1.0, "zero by symmetry", "wins every game"),
+    "gymnax:Breakout-MinAtar": aggregate.ReferenceScore(0.0, 28.0, "measured", "gymnax README"),
+}
+
+
+def _seed_rows(finals, bests, env_steps):
+    return [
+        {"seed": s, "final_return": f, "best_return": b, "env_steps": env_steps, "wall_s": 10.0}
+        for s, (f, b) in enumerate(zip(finals, bests, strict=True))
+    ]
+
+
+def _write_metrics(workdir, lines):
+    workdir.mkdir(parents=True)
+    (workdir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _eval_record(seed, env_steps, value):
+    return json.dumps({"seed": seed, "env_steps": env_steps, "eval/episode_return": value})
+
+
+@pytest.fixture
+def suite_dir(tmp_path):
+    """Two finished environments x 3 seeds, and one that did not finish (no metrics at all)."""
+    results = {
+        "suite": "fake",
+        "num_seeds": 3,
+        "seeds": [0, 1, 2],
+        "environments": {
+            "gymnax:CartPole-v1": {
+                "preset": "cartpole",
+                "workdir": "gymnax_CartPole-v1",
+                "done": True,
+                "env_steps": 120000,
+                "wall_s": 95.2,
+                "seeds": _seed_rows(CARTPOLE_FINALS, CARTPOLE_BESTS, 120000),
+            },
+            "pgx:tic_tac_toe": {
+                "preset": "tic_tac_toe",
+                "workdir": "pgx_tic_tac_toe",
+                "done": True,
+                "env_steps": 30000,
+                "wall_s": 4000.0,
+                "seeds": _seed_rows(TTT_FINALS, TTT_BESTS, 30000),
+            },
+            "gymnax:Breakout-MinAtar": {
+                "preset": "breakout_minatar",
+                "workdir": "gymnax_Breakout-MinAtar",
+                "done": False,
+                "env_steps": 50000,
+                "wall_s": 30.0,
+                "seeds": [],
+            },
+        },
+    }
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    cartpole = [
+        json.dumps({"seed": 0, "env_steps": 500, "loss": 1.0, "episode_return": None}),
+        *[_eval_record(s, 1000, 20.0 + s) for s in range(3)],
+        *[_eval_record(s, 2000, f) for s, f in enumerate(CARTPOLE_FINALS)],
+        _eval_record(1, 3000, "nan"),  # skipped
+        '{"seed": 2, "env_steps": 30',  # a line cut short by a crash: skipped
+    ]
+    _write_metrics(tmp_path / "gymnax_CartPole-v1", cartpole)
+    ttt = [_eval_record(s, steps, 0.25 * s) for steps in (1000, 2000) for s in range(3)]
+    _write_metrics(tmp_path / "pgx_tic_tac_toe", ttt)
+    return tmp_path
+
+
+def _row(markdown: str, name: str) -> list[str]:
+    line = next(line for line in markdown.splitlines() if line.startswith(f"| {name} |"))
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_report_table_holds_the_numbers(suite_dir):
+    path = report.write_report(suite_dir, references=REFERENCES, num_resamples=300)
+    assert path == suite_dir / "report.md"
+    markdown = path.read_text()
+
+    # CartPole: mean 220, sample std sqrt(((-120)^2 + (-20)^2 + 140^2) / 2) = sqrt(17200);
+    # normalised by 400: 0.25, 0.5, 0.9, mean 0.55.
+    assert _row(markdown, "gymnax:CartPole-v1") == [
+        "gymnax:CartPole-v1",
+        "done",
+        "3/3",
+        f"220.00 ± {math.sqrt(17200.0):.2f}",
+        "100.00 – 360.00",
+        f"{800.0 / 3.0:.2f}",
+        "0.55",
+        "120,000",
+        "95 s",
+    ]
+    # Tic-tac-toe: mean 0.75, std sqrt((0.0625 + 0 + 0.0625) / 2) = 0.25; 4000 s is 66.7 min.
+    assert _row(markdown, "pgx:tic_tac_toe") == [
+        "pgx:tic_tac_toe",
+        "done",
+        "3/3",
+        "0.75 ± 0.25",
+        "0.50 – 1.00",
+        f"{2.5 / 3.0:.2f}",
+        "0.75",
+        "30,000",
+        "66.7 min",
+    ]
+    assert _row(markdown, "gymnax:Breakout-MinAtar")[1:3] == ["incomplete", "0/3"]
+
+
+def test_report_aggregates_only_finished_environments(suite_dir):
+    markdown = report.write_report(suite_dir, references=REFERENCES, num_resamples=300).read_text()
+    assert "of 2 environment(s) × 3 seed(s): gymnax:CartPole-v1, pgx:tic_tac_toe" in markdown
+    # Normalised finals, runs x tasks: CartPole 0.25, 0.5, 0.9; tic-tac-toe 0.5, 0.75, 1.0.
+    # Task means 0.55 and 0.75: mean = median = 0.65. IQM: of 0.25, 0.5, 0.5, 0.75, 0.9, 1.0 one
+    # is cut from each end, leaving 0.5, 0.5, 0.75, 0.9.
+    by_hand = {"Mean": 0.65, "Median": 0.65, "IQM": (0.5 + 0.5 + 0.75 + 0.9) / 4}
+    for label, value in by_hand.items():
+        match = re.search(rf"^\| {label} \| (\S+) \| \[(\S+), (\S+)\] \|$", markdown, re.M)
+        assert match is not None, label
+        estimate, low, high = (float(g) for g in match.groups())
+        assert estimate == pytest.approx(value, abs=5e-4)
+        # A resample's task means stay within each task's runs: [0.25, 0.9] and [0.5, 1.0].
+        assert (0.25 + 0.5) / 2 <= low <= estimate <= high <= (0.9 + 1.0) / 2
+    assert "## Incomplete environments" in markdown
+    incomplete = markdown.split("## Incomplete environments")[1].split("##")[0]
+    assert "- gymnax:Breakout-MinAtar" in incomplete
+    assert "gymnax:CartPole-v1" not in incomplete
+    # The normalisation's sources are listed.
+    assert "| pgx:tic_tac_toe | 0 | 1 | zero by symmetry | wins every game |" in markdown
+
+
+def test_report_writes_png_curves(suite_dir):
+    markdown = report.write_report(suite_dir, references=REFERENCES, num_resamples=100).read_text()
+    for name in ("gymnax_CartPole-v1", "pgx_tic_tac_toe"):
+        png = suite_dir / "curves" / f"{name}.png"
+        assert png.read_bytes()[:8] == PNG_MAGIC
+        assert f"](curves/{name}.png)" in markdown
+    assert (suite_dir / "curves.png").read_bytes()[:8] == PNG_MAGIC
+    assert not (suite_dir / "curves" / "gymnax_Breakout-MinAtar.png").exists()
+    assert "No evaluation records (metrics.jsonl) for: gymnax:Breakout-MinAtar." in markdown
+    assert "the band spans the minimum to the maximum across seeds" in markdown
+
+
+def test_report_is_deterministic(suite_dir):
+    first = report.write_report(suite_dir, references=REFERENCES, num_resamples=200).read_text()
+    again = report.write_report(suite_dir, references=REFERENCES, num_resamples=200).read_text()
+    assert first == again
+
+
+def test_environment_without_reference_is_listed_not_normalised(suite_dir):
+    references = {"pgx:tic_tac_toe": REFERENCES["pgx:tic_tac_toe"]}
+    markdown = report.write_report(suite_dir, references=references, num_resamples=100).read_text()
+    assert _row(markdown, "gymnax:CartPole-v1")[6] == "—"
+    assert (
+        "Not normalised (no reference score in the data file), left out: gymnax:CartPole-v1."
+        in (markdown)
+    )
+    assert "of 1 environment(s) × 3 seed(s): pgx:tic_tac_toe" in markdown
+
+
+def test_evaluation_curves_per_seed(suite_dir):
+    curves = report.evaluation_curves(suite_dir / "gymnax_CartPole-v1")
+    assert sorted(curves) == [0, 1, 2]
+    assert curves[1].env_steps.tolist() == [1000, 2000]  # the "nan" at 3000 is skipped
+    assert curves[1].returns.tolist() == [21.0, 200.0]
+    assert curves[2].returns.tolist() == [22.0, 360.0]
+
+
+def test_evaluation_curves_single_seed_and_repeated_steps(tmp_path):
+    # No "seed" key (one-seed run); a resumed run evaluated twice at 2000 steps: the last is kept.
+    lines = [
+        json.dumps({"env_steps": 2000, "eval/episode_return": 1.0}),
+        json.dumps({"env_steps": 1000, "eval/episode_return": 0.5}),
+        json.dumps({"env_steps": 1500, "episode_return": 9.0, "loss": "inf"}),
+        json.dumps({"env_steps": 2000, "eval/episode_return": 3.0}),
+    ]
+    _write_metrics(tmp_path / "run", lines)
+    curves = report.evaluation_curves(tmp_path / "run", default_seed=7)
+    assert list(curves) == [7]
+    assert curves[7].env_steps.tolist() == [1000, 2000]
+    assert curves[7].returns.tolist() == [0.5, 3.0]
+    assert report.evaluation_curves(tmp_path / "missing") == {}
+
+
+def test_main_regenerates_the_report(suite_dir, tmp_path, capsys):
+    references = tmp_path / "references.json"
+    references.write_text(
+        json.dumps({"environments": {k: v._asdict() for k, v in REFERENCES.items()}})
+    )
+    report.main([str(suite_dir), "--references", str(references), "--num-resamples", "100"])
+    assert "wrote" in capsys.readouterr().out
+    assert _row((suite_dir / "report.md").read_text(), "pgx:tic_tac_toe")[6] == "0.75"
+
+
+def test_missing_or_malformed_results(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no results\.json"):
+        report.write_report(tmp_path)
+    (tmp_path / "results.json").write_text('{"suite": "x"}')
+    with pytest.raises(ValueError, match="'environments'"):
+        report.write_report(tmp_path)
+
+
+def test_sanitise():
+    assert report.sanitise("gymnax:CartPole-v1") == "gymnax_CartPole-v1"
+    assert report.sanitise("custom:a/b c") == "custom_a_b_c"
+
+
+# ---------------------------------------------------------------------------------------------------
+# The shipped reference scores.
+
+
+def test_shipped_reference_scores_cover_the_suites():
+    data_file = Path(aggregate.__file__).parent / "data" / "reference_scores.json"
+    raw = json.loads(data_file.read_text())["environments"]
+    names = [name for suite in SUITES.values() for name in suite]
+    assert sorted(raw) == sorted(names)
+    for name, entry in raw.items():
+        assert set(entry) >= {"random", "reference", "random_source", "reference_source"}, name
+        assert entry["reference"] != entry["random"], name
+        assert entry["reference"] > entry["random"], name  # every return here is "higher is better"
+        assert entry["random_source"].strip() and entry["reference_source"].strip(), name
+    loaded = aggregate.reference_scores()
+    assert list(loaded) == list(raw)
+    assert loaded["pgx:tic_tac_toe"].reference == 1.0
+
+
+def test_board_game_random_score_is_the_symmetric_zero():
+    # Random vs random, scored half the games from each seat: the expected result is 0.
+    loaded = aggregate.reference_scores()
+    assert loaded["pgx:tic_tac_toe"].random == 0.0
+    assert loaded["pgx:connect_four"].random == 0.0
+
+
+@pytest.mark.parametrize(
+    "entry, match",
+    [
+        ({"random": 0.0, "reference": 1.0, "random_source": "x"}, "lacks"),
+        ({"random": 1.0, "reference": 1.0, "random_source": "x", "reference_source": "y"}, "=="),
+        (
+            {"random": "0", "reference": 1.0, "random_source": "x", "reference_source": "y"},
+            "finite",
+        ),
+        ({"random": 0.0, "reference": 1.0, "random_source": " ", "reference_source": "y"}, "empty"),
+    ],
+)
+def test_reference_scores_file_errors(tmp_path, entry, match):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"environments": {"gymnax:CartPole-v1": entry}}))
+    with pytest.raises(ValueError, match=match):
+        aggregate.reference_scores(path)

@@ -1,0 +1,135 @@
+"""Several seeds as one program: run i of a ``num_seeds = S`` run is the plain run of seed ``seed + i``."""
+
+import jax
+import numpy as np
+import pytest
+
+from mz_jax import run
+from mz_jax.agent import Agent
+from mz_jax.config import NetworkConfig, TrainConfig
+from mz_jax.logger import read_metrics
+from mz_jax.search import SearchConfig
+from mz_jax.train import make_train
+
+CONFIG = TrainConfig(
+    env="gymnax:CartPole-v1",
+    seed=3,
+    num_envs=4,
+    rollout_length=4,
+    batch_size=8,
+    updates_per_iteration=2,
+    num_unroll_steps=3,
+    td_steps=3,
+    replay_capacity=400,
+    warmup_updates=0,
+    network=NetworkConfig(hidden_sizes=(16,), latent_size=8),
+    search=SearchConfig(num_simulations=4),
+    eval_episodes=4,
+    eval_max_steps=40,
+    log_every_seconds=0.0,
+    checkpoint_every_seconds=1e9,
+)
+ITERATIONS = 5
+TOLERANCE = 1e-5
+
+
+def _max_difference(a, b) -> float:
+    differences = jax.tree.map(
+        lambda x, y: float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64)))),
+        a,
+        b,
+    )
+    return max(jax.tree.leaves(differences))
+
+
+def test_each_run_of_a_vmapped_run_is_the_run_of_its_seed():
+    devices = jax.devices()[:2]  # seeds and data parallelism together
+    num_seeds = 3
+    vmapped = make_train(CONFIG.replace(num_seeds=num_seeds), devices=devices)
+    state = vmapped.init(CONFIG.seed)
+    assert state.iteration.shape == (num_seeds,)
+    all_metrics = []
+    for _ in range(ITERATIONS):
+        state, metrics = vmapped.step(state)
+        all_metrics.append(jax.device_get(metrics))
+    state = jax.device_get(state)
+    assert all_metrics[-1].loss.shape == (num_seeds,)
+
+    single = make_train(CONFIG, devices=devices)
+    final_params = []
+    for i in range(num_seeds):
+        plain = single.init(CONFIG.seed + i)
+        for iteration in range(ITERATIONS):
+            plain, metrics = single.step(plain)
+            # The same updates, losses and episodes, iteration by iteration.
+            assert int(metrics.updates) == int(all_metrics[iteration].updates[i])
+            assert float(metrics.episodes) == float(all_metrics[iteration].episodes[i])
+            np.testing.assert_allclose(
+                float(metrics.loss), float(all_metrics[iteration].loss[i]), rtol=1e-5, atol=1e-6
+            )
+        assert int(plain.train.step) > 0  # updates happened, so parameters were trained
+        run_i = jax.tree.map(lambda x, i=i: x[i], state)
+        plain = jax.device_get(plain)
+        assert _max_difference(plain.train.params, run_i.train.params) < TOLERANCE
+        assert _max_difference(plain.replay.data, run_i.replay.data) < TOLERANCE
+        np.testing.assert_array_equal(plain.actor.episode_length, run_i.actor.episode_length)
+        final_params.append(plain.train.params)
+    # The seeds really differ (a vmap that shared one seed would pass the checks above for i=0 only,
+    # but this makes the point explicit).
+    assert _max_difference(final_params[0], final_params[1]) > 1e-3
+
+    # Evaluation: parameters and keys [S] in, episodes [S, E] out, seed i as a plain evaluation.
+    keys = jax.random.split(jax.random.key(7), num_seeds)
+    result = jax.device_get(vmapped.evaluate(state.train.params, keys))
+    assert result.episode_return.shape == (num_seeds, CONFIG.eval_episodes)
+    for i in range(num_seeds):
+        alone = jax.device_get(single.evaluate(final_params[i], keys[i]))
+        np.testing.assert_allclose(result.episode_return[i], alone.episode_return, atol=1e-4)
+
+
+def test_multi_seed_run_logs_every_seed_and_restores_each(tmp_path):
+    config = CONFIG.replace(total_env_steps=64, eval_every_env_steps=32, num_seeds=2)
+    summary = run.run_training(config, tmp_path / "seeds")
+    assert len(summary["eval_returns"]) == 2
+    assert summary["eval_return"] == pytest.approx(np.mean(summary["eval_returns"]))
+    records = read_metrics(tmp_path / "seeds")
+    assert {r["seed"] for r in records} == {3, 4}
+    evaluations = {
+        seed: [r["env_steps"] for r in records if r["seed"] == seed and "eval/episode_return" in r]
+        for seed in (3, 4)
+    }
+    assert evaluations[3] == evaluations[4] == [32, 64]  # no second evaluation at the end
+    last = {
+        r["seed"]: r["eval/episode_return"]
+        for r in records
+        if "eval/episode_return" in r and r["env_steps"] == 64
+    }
+    assert [last[3], last[4]] == summary["eval_returns"]
+
+    # The run of seed 4 alone: the same parameters as run 1 of the two-seed run.
+    run.run_training(config.replace(seed=4, num_seeds=1), tmp_path / "alone")
+    agent = Agent.restore(tmp_path / "seeds", seed_index=1)
+    alone = Agent.restore(tmp_path / "alone")
+    assert agent.config.seed == 4 and agent.config.num_seeds == 1
+    assert agent.env_steps == alone.env_steps == 64
+    assert _max_difference(agent.params, alone.params) < TOLERANCE
+    alone_records = [r for r in read_metrics(tmp_path / "alone") if "eval/episode_return" in r]
+    assert alone_records[-1]["eval/episode_return"] == pytest.approx(last[4], abs=1e-3)
+
+    with pytest.raises(ValueError, match=r"seed_index 2 is invalid.*\[0, 1\]"):
+        Agent.restore(tmp_path / "seeds", seed_index=2)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"num_seeds": 0}, r"'num_seeds' = 0 is invalid: allowed an integer in \[1, "),
+        (
+            {"seed": 2**31 - 2, "num_seeds": 3},
+            r"'num_seeds' = 3 is invalid: allowed an integer in \[1, 2\]",
+        ),
+    ],
+)
+def test_num_seeds_is_validated(changes, message):
+    with pytest.raises(ValueError, match=message):
+        CONFIG.replace(**changes)
