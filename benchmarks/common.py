@@ -34,11 +34,19 @@ def median_seconds(fn: Callable[[], object], *, repeats: int = 5, warmup: int = 
     return statistics.median(times)
 
 
-def print_table(headers: list[str], rows: list[list[object]]) -> None:
-    """A GitHub-flavoured markdown table."""
+def format_table(headers: list[str], rows: list[list[object]]) -> str:
+    """A GitHub-flavoured markdown table, columns padded to line up."""
     cells = [[str(c) for c in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
     for row in cells:
-        print("| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |")
+        lines.append("| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |")
+    return "\n".join(lines)
+
+
+def print_table(headers: list[str], rows: list[list[object]]) -> None:
+    """Prints :func:`format_table`."""
+    print(format_table(headers, rows))

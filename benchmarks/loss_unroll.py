@@ -77,6 +77,59 @@ def measure(grad_fn, params, batch, repeats):
     return trace_s, compile_s, step_s
 
 
+def make_network():
+    """The benchmark's MLP (128 x 128, latent 128) and its parameters."""
+    return networks.make_mlp_network(
+        jax.random.key(0),
+        observation_shape=(OBSERVATION_SIZE,),
+        num_actions=NUM_ACTIONS,
+        hidden_sizes=(128, 128),
+        latent_size=128,
+    )
+
+
+UNROLL_HEADERS = [
+    "K",
+    "scan trace",
+    "scan compile",
+    "scan step",
+    "loop trace",
+    "loop compile",
+    "loop step",
+    "compile loop/scan",
+    "step scan/loop",
+]
+
+
+def unroll_rows(unroll_lengths, *, batch_size: int, repeats: int) -> list[list[str]]:
+    """One row of :data:`UNROLL_HEADERS` per K: (trace, compile, step) ms of scan, then of the loop."""
+    network, params = make_network()
+    rows = []
+    for k in unroll_lengths:
+        batch = make_batch(batch_size, k)
+        scan = measure(make_grad_fn(network, "scan"), params, batch, repeats)
+        loop = measure(make_grad_fn(network, "python"), params, batch, repeats)
+        rows.append(
+            [k]
+            + [f"{1e3 * t:.1f}" for t in (*scan, *loop)]
+            + [f"{loop[1] / scan[1]:.2f}x", f"{scan[2] / loop[2]:.2f}x"]
+        )
+    return rows
+
+
+def scan_unroll_rows(k: int, *, batch_size: int, repeats: int) -> list[list[str]]:
+    """Compile and step ms of the scan at K = ``k`` for several values of its ``unroll`` argument."""
+    network, params = make_network()
+    batch = make_batch(batch_size, k)
+    rows = []
+    for scan_unroll in (1, 2, 5, True):
+        _, compile_s, step_s = measure(
+            make_grad_fn(network, "scan", scan_unroll), params, batch, repeats
+        )
+        rows.append([scan_unroll, f"{1e3 * compile_s:.1f}", f"{1e3 * step_s:.2f}"])
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="K in {5, 10} and fewer repeats")
@@ -85,49 +138,13 @@ def main():
     unroll_lengths = (5, 10) if args.quick else (5, 10, 20, 50)
     repeats = 3 if args.quick else 10
 
-    network, params = networks.make_mlp_network(
-        jax.random.key(0),
-        observation_shape=(OBSERVATION_SIZE,),
-        num_actions=NUM_ACTIONS,
-        hidden_sizes=(128, 128),
-        latent_size=128,
-    )
     print(f"machine: {machine_description()}")
     print(f"MLP network 128x128, latent 128, batch {args.batch_size}; times in ms\n")
-
-    rows = []
-    for k in unroll_lengths:
-        batch = make_batch(args.batch_size, k)
-        scan = measure(make_grad_fn(network, "scan"), params, batch, repeats)
-        loop = measure(make_grad_fn(network, "python"), params, batch, repeats)
-        rows.append(
-            [k]
-            + [f"{1e3 * t:.1f}" for t in (*scan, *loop)]
-            + [f"{loop[1] / scan[1]:.2f}x", f"{scan[2] / loop[2]:.2f}x"]
-        )
-    print_table(
-        [
-            "K",
-            "scan trace",
-            "scan compile",
-            "scan step",
-            "loop trace",
-            "loop compile",
-            "loop step",
-            "compile loop/scan",
-            "step scan/loop",
-        ],
-        rows,
-    )
+    rows = unroll_rows(unroll_lengths, batch_size=args.batch_size, repeats=repeats)
+    print_table(UNROLL_HEADERS, rows)
 
     k = unroll_lengths[-1]
-    batch = make_batch(args.batch_size, k)
-    rows = []
-    for scan_unroll in (1, 2, 5, True):
-        _, compile_s, step_s = measure(
-            make_grad_fn(network, "scan", scan_unroll), params, batch, repeats
-        )
-        rows.append([scan_unroll, f"{1e3 * compile_s:.1f}", f"{1e3 * step_s:.2f}"])
+    rows = scan_unroll_rows(k, batch_size=args.batch_size, repeats=repeats)
     print(f"\nscan `unroll` argument at K = {k}:")
     print_table(["unroll", "compile ms", "step ms"], rows)
 

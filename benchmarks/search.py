@@ -18,6 +18,7 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Iterator
 
 import jax
 import jax.numpy as jnp
@@ -118,6 +119,29 @@ def max_tree_depth(config: SearchConfig, batch_size: int, num_actions: int) -> i
     return int(depth.max())
 
 
+def time_policies(
+    batch_sizes, action_counts, *, num_simulations: int, repeats: int
+) -> Iterator[tuple[str, int, int, float]]:
+    """``(policy, batch, actions, seconds per call)`` for both policies over the grid, as measured."""
+    for policy in ("muzero", "gumbel"):
+        for num_actions in action_counts:
+            for batch_size in batch_sizes:
+                config = SearchConfig(policy=policy, num_simulations=num_simulations)
+                seconds = time_search(config, batch_size, num_actions, repeats)
+                yield policy, batch_size, num_actions, seconds
+
+
+def time_max_depths(
+    *, num_simulations: int, repeats: int
+) -> Iterator[tuple[int | None, int, float]]:
+    """``(max_depth, deepest node reached, seconds per call)`` of the muzero policy, batch 64, 18
+    actions, without and with a depth limit of 8."""
+    for max_depth in (None, 8):
+        config = SearchConfig(policy="muzero", num_simulations=num_simulations, max_depth=max_depth)
+        seconds = time_search(config, 64, 18, repeats)
+        yield max_depth, max_tree_depth(config, 64, 18), seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer configurations")
@@ -155,15 +179,13 @@ def main() -> None:
     header = f"{'policy':<8} {'batch':>6} {'actions':>8} {'max_depth':>10} {'ms/call':>10} {'sims/s':>12}"
     print(header)
     print("-" * len(header))
-    for policy in ("muzero", "gumbel"):
-        for num_actions in action_counts:
-            for batch_size in batch_sizes:
-                config = SearchConfig(policy=policy, num_simulations=n)
-                seconds = time_search(config, batch_size, num_actions, repeats)
-                print(
-                    f"{policy:<8} {batch_size:>6} {num_actions:>8} {'None':>10} "
-                    f"{1e3 * seconds:>10.2f} {batch_size * n / seconds:>12,.0f}"
-                )
+    for policy, batch_size, num_actions, seconds in time_policies(
+        batch_sizes, action_counts, num_simulations=n, repeats=repeats
+    ):
+        print(
+            f"{policy:<8} {batch_size:>6} {num_actions:>8} {'None':>10} "
+            f"{1e3 * seconds:>10.2f} {batch_size * n / seconds:>12,.0f}"
+        )
 
     print()
     print(
@@ -173,10 +195,7 @@ def main() -> None:
     header = f"{'max_depth':>10} {'tree depth':>11} {'ms/call':>10} {'sims/s':>12}"
     print(header)
     print("-" * len(header))
-    for max_depth in (None, 8):
-        config = SearchConfig(policy="muzero", num_simulations=depth_n, max_depth=max_depth)
-        seconds = time_search(config, 64, 18, repeats)
-        depth = max_tree_depth(config, 64, 18)
+    for max_depth, depth, seconds in time_max_depths(num_simulations=depth_n, repeats=repeats):
         print(
             f"{max_depth!s:>10} {depth:>11} {1e3 * seconds:>10.2f} {64 * depth_n / seconds:>12,.0f}"
         )

@@ -53,6 +53,50 @@ def time_rollout(
     )
 
 
+SELFPLAY_HEADERS = [
+    "env",
+    "policy",
+    "simulations",
+    "envs",
+    "ms/rollout",
+    "env steps/s",
+    "simulations/s",
+]
+
+
+def selfplay_rows(
+    env_names, env_counts, simulation_counts, *, num_steps: int, repeats: int
+) -> list[list[object]]:
+    """One row of :data:`SELFPLAY_HEADERS` per configuration, both policies; progress on stderr."""
+    rows = []
+    for env_name in env_names:
+        for policy in ("muzero", "gumbel"):
+            for num_simulations in simulation_counts:
+                for num_envs in env_counts:
+                    seconds = time_rollout(
+                        env_name,
+                        policy=policy,
+                        num_envs=num_envs,
+                        num_simulations=num_simulations,
+                        num_steps=num_steps,
+                        repeats=repeats,
+                    )
+                    steps = num_steps * num_envs
+                    rows.append(
+                        [
+                            env_name,
+                            policy,
+                            num_simulations,
+                            num_envs,
+                            f"{1e3 * seconds:.1f}",
+                            f"{steps / seconds:,.0f}",
+                            f"{steps * num_simulations / seconds:,.0f}",
+                        ]
+                    )
+                    print(f"  done: {' | '.join(map(str, rows[-1]))}", file=sys.stderr, flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer configurations")
@@ -71,36 +115,10 @@ def main() -> None:
         f"network; median of {repeats} calls after compilation; timed on {jax.devices()[0]}"
     )
     print()
-    rows = []
-    for env_name in ENVS:
-        for policy in ("muzero", "gumbel"):
-            for num_simulations in simulation_counts:
-                for num_envs in env_counts:
-                    seconds = time_rollout(
-                        env_name,
-                        policy=policy,
-                        num_envs=num_envs,
-                        num_simulations=num_simulations,
-                        num_steps=args.num_steps,
-                        repeats=repeats,
-                    )
-                    steps = args.num_steps * num_envs
-                    rows.append(
-                        [
-                            env_name,
-                            policy,
-                            num_simulations,
-                            num_envs,
-                            f"{1e3 * seconds:.1f}",
-                            f"{steps / seconds:,.0f}",
-                            f"{steps * num_simulations / seconds:,.0f}",
-                        ]
-                    )
-                    print(f"  done: {' | '.join(map(str, rows[-1]))}", file=sys.stderr, flush=True)
-    print_table(
-        ["env", "policy", "simulations", "envs", "ms/rollout", "env steps/s", "simulations/s"],
-        rows,
+    rows = selfplay_rows(
+        ENVS, env_counts, simulation_counts, num_steps=args.num_steps, repeats=repeats
     )
+    print_table(SELFPLAY_HEADERS, rows)
 
 
 if __name__ == "__main__":

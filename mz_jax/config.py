@@ -151,6 +151,10 @@ class TrainConfig:
     """L2 penalty coefficient in the loss."""
     value_loss_weight: float = 0.25
     """Weight of the value loss (0.25 in MuZero Reanalyse)."""
+    reanalyse_values: bool = False
+    """Bootstrap the n-step value targets from the current network's value of the stored
+    observations (fresh values, as MuZero Reanalyse computes them) instead of the search values
+    stored when acting, which grow stale in the replay."""
     hidden_grad_scale: float = 0.5
     """Gradient scale of the hidden state between unrolled steps (1/2 in the paper)."""
     max_consecutive_nonfinite: int = 10
@@ -235,6 +239,7 @@ class TrainConfig:
         _check_float("weight_decay", self.weight_decay, 0.0, 1.0)
         _check_float("value_loss_weight", self.value_loss_weight, 0.0, 100.0)
         _check_float("hidden_grad_scale", self.hidden_grad_scale, 0.0, 1.0)
+        _check_bool("reanalyse_values", self.reanalyse_values)
         _check_float("log_every_seconds", self.log_every_seconds, 0.0, math.inf, high_open=True)
         _check_float(
             "checkpoint_every_seconds", self.checkpoint_every_seconds, 0.0, math.inf, high_open=True

@@ -26,10 +26,12 @@ policy all zeros, mask 1); steps after a truncation lie beyond the collected dat
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mz_jax.types import Array, Batch, Trajectory
+from mz_jax.transforms import logits_to_scalar
+from mz_jax.types import Array, Batch, MuZeroNetwork, Params, Trajectory
 
 
 def _check_knobs(*, num_unroll_steps: int, td_steps: int) -> None:
@@ -46,6 +48,31 @@ def window_length(*, num_unroll_steps: int, td_steps: int) -> int:
     """
     _check_knobs(num_unroll_steps=num_unroll_steps, td_steps=td_steps)
     return num_unroll_steps + td_steps + 1
+
+
+def reanalyse_values(
+    params: Params,
+    windows: Trajectory,
+    *,
+    network: MuZeroNetwork,
+    num_unroll_steps: int,
+    td_steps: int,
+) -> Trajectory:
+    """``windows`` (leaves ``[B, W, ...]``) with fresh bootstrap values: ``root_value`` of the rows the
+    value targets bootstrap from (``td_steps .. td_steps + K``) replaced by the network's value of
+    their observations, as MuZero Reanalyse recomputes them with recent parameters. The search
+    values stored when acting come from parameters that are older the longer the data stays in
+    the replay. No gradient flows through the values.
+    """
+    rows = slice(td_steps, td_steps + num_unroll_steps + 1)
+    observation = windows.observation[:, rows]
+    batch, num_rows = observation.shape[:2]
+    output, _ = network.initial_inference(
+        params, observation.reshape(batch * num_rows, *observation.shape[2:])
+    )
+    values = logits_to_scalar(output.value_logits).reshape(batch, num_rows)
+    root_value = windows.root_value.at[:, rows].set(jax.lax.stop_gradient(values))
+    return windows._replace(root_value=root_value)
 
 
 def _any_before(flags: Array) -> Array:

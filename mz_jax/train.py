@@ -28,7 +28,7 @@ from mz_jax.config import TrainConfig
 from mz_jax.envs import Env, make_env
 from mz_jax.loss import make_loss_fn
 from mz_jax.search import SearchConfig
-from mz_jax.targets import make_targets, window_length
+from mz_jax.targets import make_targets, reanalyse_values, window_length
 from mz_jax.types import Array, MuZeroNetwork, Params
 
 AXIS = learner.AXIS
@@ -353,6 +353,14 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
                     alpha=config.priority_alpha,
                     beta=beta,
                 )
+                if config.reanalyse_values:
+                    windows = reanalyse_values(
+                        train.params,
+                        windows,
+                        network=network,
+                        num_unroll_steps=config.num_unroll_steps,
+                        td_steps=config.td_steps,
+                    )
                 batch = make_batch_targets(windows)._replace(weight=weights)
                 train, aux, metrics = learner.update(
                     train, batch, loss_fn=loss_fn, optimizer=optimizer, schedule=schedule

@@ -176,6 +176,13 @@ _INVALID = {
         "'yes'",
         "True or False",
     ),
+    "reanalyse_values not bool": (
+        lambda: TrainConfig(reanalyse_values=1),
+        "reanalyse_values",
+        "1",
+        "True or False",
+    ),
+    "num_seeds zero": (lambda: TrainConfig(num_seeds=0), "num_seeds", "0", "[1, 2147483648]"),
     "search not a SearchConfig": (
         lambda: TrainConfig(search={"num_simulations": 8}),
         "search",

@@ -2,6 +2,8 @@
 
 import json
 import os
+import re
+from pathlib import Path
 
 import pytest
 
@@ -190,3 +192,14 @@ def test_suite_runs_every_environment_with_its_seeds_and_resumes(tmp_path, capsy
     with pytest.raises(SystemExit):
         cli.main([*argv, "--env-steps", "128"])
     assert "env_steps: 64 -> 128" in capsys.readouterr().err
+
+
+def test_the_readme_suite_file_is_valid(tmp_path):
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    (block,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
+    path = tmp_path / "readme.toml"
+    path.write_text(block)
+    entries = load_suite(path)
+    assert [entry.env for entry in entries] == ["gymnax:CartPole-v1", "gymnax:Acrobot-v1"]
+    acrobot = entry_config(entries[1], num_seeds=3)
+    assert (acrobot.eval_max_steps, acrobot.search.num_simulations) == (500, 8)

@@ -329,3 +329,69 @@ def test_invalid_arguments_raise_value_error():
     ragged = ONGOING._replace(policy=POLICY[:6])
     with pytest.raises(ValueError, match=r"window.policy must have leading axis W = 7"):
         _small(ragged)
+
+
+# ---------------------------------------------------------------------------------------------------
+# reanalyse_values: fresh bootstrap values from the network
+
+
+def _h_inv_by_hand(y: float, eps: float = 1e-3) -> float:
+    """h⁻¹ from the MuZero paper's h(x) = sign(x)(sqrt(|x|+1) - 1) + εx, solved for x by hand."""
+    root = (np.sqrt(1 + 4 * eps * (abs(y) + 1 + eps)) - 1) / (2 * eps)
+    return float(np.sign(y) * (root**2 - 1))
+
+
+def _bin_network(support_size: int):
+    """A network whose value for observation [t, -t] is h⁻¹(t): its logits pick bin t of [-S, S]."""
+    from mz_jax.types import ModelOutput, MuZeroNetwork
+
+    def initial_inference(params, observation):
+        bins = jnp.arange(-support_size, support_size + 1, dtype=jnp.float32)
+        picked = (bins[None, :] == observation[:, :1]).astype(jnp.float32)
+        logits = params["w"] * (60.0 * picked - 30.0)
+        batch = observation.shape[0]
+        output = ModelOutput(
+            value_logits=logits,
+            reward_logits=jnp.zeros_like(logits),
+            policy_logits=jnp.zeros((batch, 3)),
+        )
+        return output, jnp.zeros((batch, 1))
+
+    return MuZeroNetwork(initial_inference=initial_inference, recurrent_inference=None)
+
+
+def test_reanalyse_values_replaces_exactly_the_bootstrap_rows():
+    from mz_jax.targets import reanalyse_values
+
+    stored = np.full(W, 100.0, np.float32)  # a value no network row gives
+    windows = jax.tree.map(
+        lambda x: jnp.stack([x, x]), _window(reward=[1.0] * W, root_value=stored)
+    )
+    network, params = _bin_network(support_size=8), {"w": jnp.float32(1.0)}
+
+    fresh = reanalyse_values(params, windows, network=network, num_unroll_steps=K, td_steps=N)
+    # The rows the K + 1 value targets bootstrap from are N .. N + K = 2 .. 5; rows 0, 1 and the
+    # extra row 6 keep the stored value.
+    expected = [100.0, 100.0] + [_h_inv_by_hand(t) for t in range(2, 6)] + [100.0]
+    np.testing.assert_allclose(fresh.root_value[0], expected, rtol=1e-4)
+    np.testing.assert_allclose(fresh.root_value[1], expected, rtol=1e-4)
+    for name in ("observation", "reward", "policy", "terminated"):
+        np.testing.assert_array_equal(getattr(fresh, name), getattr(windows, name))
+
+    # Targets bootstrap from them: z_0 = r_0 + γ r_1 + γ² v(row 2) = 1 + 0.5 + 0.25 h⁻¹(2).
+    batch = jax.vmap(lambda w: make_targets(w, num_unroll_steps=K, td_steps=N, discount=GAMMA))(
+        fresh
+    )
+    assert float(batch.target_value[0, 0]) == pytest.approx(
+        1.5 + 0.25 * _h_inv_by_hand(2), rel=1e-5
+    )
+
+    # No gradient reaches the parameters through a target.
+    def total(p):
+        out = reanalyse_values(p, windows, network=network, num_unroll_steps=K, td_steps=N)
+        return jnp.sum(out.root_value)
+
+    # (At w = 0.05 the softmax is far from one-hot, so the values do depend on w.)
+    soft = {"w": jnp.float32(0.05)}
+    assert float(jax.grad(total)(soft)["w"]) == 0.0
+    assert float(total(soft)) != pytest.approx(float(total(params)))

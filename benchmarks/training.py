@@ -1,0 +1,461 @@
+"""Learner updates per second and their share of the matmul peak; end-to-end training throughput;
+vmapped seeds against sequential seeds. All on the CartPole preset (``configs/cartpole.py``).
+
+    python benchmarks/training.py            # all measurements
+    python benchmarks/training.py --quick    # fewer repeats and iterations, for a smoke test
+
+* **Learner update**: ``mz_jax.learner.update`` under ``jax.jit`` on one device, the preset's network,
+  batch (128) and K (5), on a fixed synthetic batch; median of timed calls after compilation.
+* **Matmul peak**: a jitted float32 ``a @ b`` of n x n matrices, n doubled from 512 until one call
+  takes at least 50 ms; 2 n^3 FLOPs per call, the fastest of a few calls. The update's FLOPs are
+  XLA's cost analysis of the lowered (not yet optimised) program of the same update with the
+  unroll's ``lax.scan`` fully unrolled: XLA counts a ``while`` loop's body once, not once per
+  iteration. (The compiled program's count, after XLA's rewrites, is about 5% higher.) The fraction
+  is (update FLOPs / update time) / peak.
+* **End to end**: ``trainer = make_train(config)``, one ``trainer.step`` per iteration (act 16 envs x
+  4 steps with 16-simulation Gumbel search, add to replay, 4 updates), timed after the replay has
+  warmed up so every iteration runs its updates; one block of iterations per seed, median over seeds.
+* **Seeds**: ``config.replace(num_seeds=S)`` (one program, every leaf of the state with a leading
+  [S] axis) against S single-seed runs one after another (one compiled step, reused: the seed is
+  data). Throughput is environment steps of all seeds per second; the ratio is vmapped / sequential.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import statistics
+import sys
+import time
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from common import machine_description, print_table
+
+from mz_jax import Batch, learner, make_loss_fn
+from mz_jax.cli import load_preset
+from mz_jax.config import TrainConfig
+from mz_jax.envs import make_env
+from mz_jax.train import build_network, make_train
+
+PRESET = "cartpole"
+
+
+# ---------------------------------------------------------------------------------------------------
+# The matrix-multiply peak.
+
+
+class MatmulPeak(NamedTuple):
+    size: int
+    """n of the n x n float32 matrices."""
+    seconds: float
+    """Fastest of the timed products: a peak is what the machine can do, and other processes only
+    ever slow it down."""
+
+    @property
+    def flops_per_second(self) -> float:
+        return 2 * self.size**3 / self.seconds
+
+
+def matmul_peak(
+    *, min_seconds: float = 0.05, start_size: int = 512, max_size: int = 16384, repeats: int = 5
+) -> MatmulPeak:
+    """The float32 matmul rate of the default device at JAX's default precision, which the update
+    uses too (on GPUs this may be a TF32 rate): the smallest power-of-two n from
+    ``start_size`` whose product takes at least ``min_seconds``, so dispatch overhead is negligible."""
+    product = jax.jit(jnp.matmul)
+    size = start_size
+    while True:
+        keys = jax.random.split(jax.random.key(size))
+        a = jax.random.normal(keys[0], (size, size), jnp.float32)
+        b = jax.random.normal(keys[1], (size, size), jnp.float32)
+        jax.block_until_ready(product(a, b))  # compile
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            jax.block_until_ready(product(a, b))
+            times.append(time.perf_counter() - start)
+        if min(times) >= min_seconds or size >= max_size:
+            return MatmulPeak(size, min(times))
+        size *= 2
+
+
+# ---------------------------------------------------------------------------------------------------
+# The learner update alone.
+
+
+class UpdateTiming(NamedTuple):
+    batch_size: int
+    num_unroll_steps: int
+    num_params: int
+    compile_seconds: float
+    seconds: float
+    """Median seconds of one update."""
+    flops: float
+    """FLOPs of one update (XLA's cost analysis, unroll fully unrolled)."""
+
+    @property
+    def updates_per_second(self) -> float:
+        return 1.0 / self.seconds
+
+    @property
+    def flops_per_second(self) -> float:
+        return self.flops / self.seconds
+
+
+def synthetic_batch(
+    config: TrainConfig, observation_shape, num_actions: int, seed: int = 0
+) -> Batch:
+    """A batch of the shapes the preset trains on, with plausible CartPole values."""
+    rng = np.random.default_rng(seed)
+    b, k = config.batch_size, config.num_unroll_steps
+    return Batch(
+        observation=jnp.asarray(rng.normal(size=(b, *observation_shape)), jnp.float32),
+        actions=jnp.asarray(rng.integers(0, num_actions, size=(b, k)), jnp.int32),
+        target_value=jnp.asarray(
+            rng.uniform(0, 1 / (1 - config.discount), (b, k + 1)), jnp.float32
+        ),
+        target_reward=jnp.ones((b, k + 1), jnp.float32),
+        target_policy=jnp.asarray(rng.dirichlet(np.ones(num_actions), (b, k + 1)), jnp.float32),
+        mask=jnp.ones((b, k + 1), jnp.float32),
+        weight=jnp.asarray(rng.uniform(0.5, 1.0, b), jnp.float32),
+    )
+
+
+def _jitted_update(config: TrainConfig, network, *, unroll: int | bool):
+    """``update(train_state, batch)`` as ``make_train`` builds it, on one device (no mapped axis)."""
+    loss_fn = make_loss_fn(
+        network,
+        value_loss_weight=config.value_loss_weight,
+        weight_decay=config.weight_decay,
+        hidden_grad_scale=config.hidden_grad_scale,
+        unroll=unroll,
+    )
+    schedule_args = dict(
+        learning_rate=config.learning_rate,
+        warmup_updates=config.warmup_updates,
+        decay_updates=config.lr_decay_updates,
+    )
+    optimizer = learner.make_optimizer(
+        optimizer=config.optimizer,
+        momentum=config.momentum,
+        max_grad_norm=config.max_grad_norm,
+        **schedule_args,
+    )
+    update = functools.partial(
+        learner.update,
+        loss_fn=loss_fn,
+        optimizer=optimizer,
+        schedule=learner.make_schedule(**schedule_args),
+        axis_name=None,
+    )
+    return jax.jit(update, donate_argnums=0), optimizer
+
+
+def cost_flops(stage) -> float:
+    """The 'flops' of a ``Lowered`` or ``Compiled`` stage's cost analysis (a dict, or a list of one
+    dict per computation in older jax versions)."""
+    analysis = stage.cost_analysis()
+    if isinstance(analysis, dict):
+        analysis = [analysis]
+    return float(sum(entry.get("flops", 0.0) for entry in analysis or []))
+
+
+def time_learner_update(config: TrainConfig, *, repeats: int = 20) -> UpdateTiming:
+    """Compile and step time of one learner update of ``config``'s network, batch and K."""
+    env = make_env(config.env, max_episode_steps=config.max_episode_steps)
+    network, params = build_network(config, env, jax.random.key(0))
+    batch = synthetic_batch(config, env.observation_shape or (1,), env.num_actions)
+    num_params = sum(x.size for x in jax.tree.leaves(params))
+
+    update, optimizer = _jitted_update(config, network, unroll=1)
+    state = learner.init_train_state(params, optimizer)
+    start = time.perf_counter()
+    compiled = update.lower(state, batch).compile()
+    compile_seconds = time.perf_counter() - start
+
+    unrolled, _ = _jitted_update(config, network, unroll=True)
+    lowered = unrolled.lower(state, batch)
+    if "while" in lowered.as_text():
+        raise RuntimeError("the unrolled update still holds a while loop; its FLOPs would be low")
+    flops = cost_flops(lowered)
+
+    times = []
+    for i in range(repeats + 2):  # the first two calls are warm-up
+        start = time.perf_counter()
+        state, _, metrics = compiled(state, batch)  # donates the previous state
+        jax.block_until_ready((state, metrics))
+        if i >= 2:
+            times.append(time.perf_counter() - start)
+    return UpdateTiming(
+        batch_size=config.batch_size,
+        num_unroll_steps=config.num_unroll_steps,
+        num_params=num_params,
+        compile_seconds=compile_seconds,
+        seconds=statistics.median(times),
+        flops=flops,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Whole iterations of the training loop.
+
+
+class LoopTiming(NamedTuple):
+    num_seeds: int
+    """Seeds the program advances at once (1: a plain run)."""
+    compile_seconds: float
+    """Lowering and compiling ``trainer.step``."""
+    env_steps_per_second: float
+    """Environment steps of all seeds per second (median over timed blocks)."""
+    updates_per_second: float
+    """Learner updates of all seeds per second (same blocks)."""
+    env_steps_per_iteration: int
+    """Environment steps of one iteration, all seeds together."""
+
+
+def _compile_step(trainer, state):
+    start = time.perf_counter()
+    compiled = trainer.step.lower(state).compile()
+    return compiled, time.perf_counter() - start
+
+
+def _warm_up(step, state, *, max_iterations: int = 100):
+    """Steps until the replay holds enough data that every iteration runs its updates, plus two
+    more iterations (so allocation and caches have settled)."""
+    for _ in range(max_iterations):
+        state, metrics = step(state)
+        if np.all(np.asarray(metrics.updates) > 0):
+            break
+    else:
+        raise RuntimeError(f"no updates after {max_iterations} warm-up iterations")
+    for _ in range(2):
+        state, metrics = step(state)
+    jax.block_until_ready(metrics)
+    return state
+
+
+def _time_block(step, state, iterations: int):
+    """(state, seconds, updates) of ``iterations`` steps dispatched back to back."""
+    all_metrics = []
+    start = time.perf_counter()
+    for _ in range(iterations):
+        state, metrics = step(state)  # donates the previous state: always rebind
+        all_metrics.append(metrics.updates)
+    jax.block_until_ready((state, all_metrics))
+    seconds = time.perf_counter() - start
+    return state, seconds, int(sum(np.sum(np.asarray(u)) for u in all_metrics))
+
+
+def time_training_loop(
+    config: TrainConfig, *, seeds: list[int], iterations: int, blocks_per_seed: int = 1
+) -> LoopTiming:
+    """Throughput of ``make_train(config).step``: for each seed in turn, a fresh run warmed up, then
+    ``blocks_per_seed`` timed blocks of ``iterations`` iterations; the median block."""
+    trainer = make_train(config)
+    compiled = None
+    rates, update_rates = [], []
+    steps_per_iteration = trainer.env_steps_per_iteration * config.num_seeds
+    for seed in seeds:
+        state = trainer.init(seed)
+        if compiled is None:
+            compiled, compile_seconds = _compile_step(trainer, state)
+        state = _warm_up(compiled, state)
+        for _ in range(blocks_per_seed):
+            state, seconds, updates = _time_block(compiled, state, iterations)
+            expected = iterations * config.updates_per_iteration * config.num_seeds
+            if updates != expected:
+                raise RuntimeError(f"{updates} updates in a timed block; expected {expected}")
+            rates.append(iterations * steps_per_iteration / seconds)
+            update_rates.append(updates / seconds)
+        del state
+    return LoopTiming(
+        num_seeds=config.num_seeds,
+        compile_seconds=compile_seconds,
+        env_steps_per_second=statistics.median(rates),
+        updates_per_second=statistics.median(update_rates),
+        env_steps_per_iteration=steps_per_iteration,
+    )
+
+
+class SeedsComparison(NamedTuple):
+    vmapped: LoopTiming
+    sequential: LoopTiming
+    total_env_steps: int | None
+    """Environment steps of one run of the preset, for the projected wall times."""
+
+    @property
+    def ratio(self) -> float:
+        return self.vmapped.env_steps_per_second / self.sequential.env_steps_per_second
+
+    def projected_seconds(self, timing: LoopTiming) -> float | None:
+        """Wall time to train all seeds for ``total_env_steps`` each: one compilation, then the
+        measured throughput (evaluation, logging and checkpoints not counted)."""
+        if self.total_env_steps is None:
+            return None
+        num_seeds = self.vmapped.num_seeds
+        return timing.compile_seconds + num_seeds * self.total_env_steps / (
+            timing.env_steps_per_second
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Everything, as tables.
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Repeats and sizes of :func:`measure`."""
+
+    update_repeats: int = 30
+    """Timed learner updates (the median is reported)."""
+    matmul_repeats: int = 10
+    """Timed products at the chosen matrix size (the fastest is reported)."""
+    iterations: int = 100
+    """Iterations per timed block of the training loop."""
+    num_seeds: int = 4
+    """S: seeds of the vmapped program, and single-seed runs timed one after another."""
+    vmapped_blocks: int = 3
+    """Timed blocks of the vmapped program (the median is reported)."""
+
+    @classmethod
+    def quick(cls) -> Settings:
+        return cls(
+            update_repeats=10, matmul_repeats=3, iterations=20, num_seeds=2, vmapped_blocks=2
+        )
+
+
+class Results(NamedTuple):
+    config: TrainConfig
+    peak: MatmulPeak
+    update: UpdateTiming
+    single: LoopTiming
+    seeds: SeedsComparison
+
+
+def measure(settings: Settings, *, log=print) -> Results:
+    """Every measurement of this script, on the CartPole preset."""
+    config = load_preset(PRESET)
+    log("  matmul peak ...")
+    peak = matmul_peak(repeats=settings.matmul_repeats)
+    log("  learner update ...")
+    update = time_learner_update(config, repeats=settings.update_repeats)
+    log(f"  training loop, {settings.num_seeds} single-seed runs one after another ...")
+    single = time_training_loop(
+        config, seeds=list(range(settings.num_seeds)), iterations=settings.iterations
+    )
+    log(f"  training loop, {settings.num_seeds} seeds vmapped ...")
+    vmapped = time_training_loop(
+        config.replace(num_seeds=settings.num_seeds),
+        seeds=[0],
+        iterations=settings.iterations,
+        blocks_per_seed=settings.vmapped_blocks,
+    )
+    return Results(
+        config, peak, update, single, SeedsComparison(vmapped, single, config.total_env_steps)
+    )
+
+
+def description(results: Results, settings: Settings) -> str:
+    config = results.config
+    net = config.network
+    return (
+        f"CartPole preset: MLP {'x'.join(map(str, net.hidden_sizes))}, latent {net.latent_size}, "
+        f"batch {config.batch_size}, K = {config.num_unroll_steps}; {config.num_envs} envs x "
+        f"{config.rollout_length} steps and {config.updates_per_iteration} updates per iteration, "
+        f"{config.search.policy} search with {config.search.num_simulations} simulations; "
+        f"timed blocks of {settings.iterations} iterations"
+    )
+
+
+def update_table(results: Results) -> tuple[list[str], list[list[object]]]:
+    update, peak = results.update, results.peak
+    headers = [
+        "batch",
+        "K",
+        "params",
+        "compile s",
+        "ms/update",
+        "updates/s",
+        "MFLOP/update",
+        "GFLOP/s",
+        f"matmul peak GFLOP/s (n = {peak.size})",
+        "fraction of peak",
+    ]
+    row = [
+        update.batch_size,
+        update.num_unroll_steps,
+        f"{update.num_params:,}",
+        f"{update.compile_seconds:.1f}",
+        f"{1e3 * update.seconds:.2f}",
+        f"{update.updates_per_second:,.0f}",
+        f"{update.flops / 1e6:,.1f}",
+        f"{update.flops_per_second / 1e9:.2f}",
+        f"{peak.flops_per_second / 1e9:.1f}",
+        f"{update.flops_per_second / peak.flops_per_second:.1%}",
+    ]
+    return headers, [row]
+
+
+def end_to_end_table(results: Results) -> tuple[list[str], list[list[object]]]:
+    single = results.single
+    headers = ["compile s (first step)", "ms/iteration", "env steps/s", "updates/s"]
+    ms_per_iteration = 1e3 * single.env_steps_per_iteration / single.env_steps_per_second
+    row = [
+        f"{single.compile_seconds:.1f}",
+        f"{ms_per_iteration:.1f}",
+        f"{single.env_steps_per_second:,.0f}",
+        f"{single.updates_per_second:,.0f}",
+    ]
+    return headers, [row]
+
+
+def seeds_table(results: Results) -> tuple[list[str], list[list[object]]]:
+    seeds = results.seeds
+    num_seeds = seeds.vmapped.num_seeds
+    headers = [
+        f"{num_seeds} seeds",
+        "compile s",
+        "env steps/s (all seeds)",
+        "updates/s (all seeds)",
+        "throughput vs sequential",
+    ]
+    if seeds.total_env_steps:
+        headers.append(f"projected s for {num_seeds} x {seeds.total_env_steps:,} steps")
+    rows = []
+    for name, timing in (("sequential", seeds.sequential), ("vmapped", seeds.vmapped)):
+        row = [
+            name,
+            f"{timing.compile_seconds:.1f}",
+            f"{timing.env_steps_per_second:,.0f}",
+            f"{timing.updates_per_second:,.0f}",
+            f"{timing.env_steps_per_second / seeds.sequential.env_steps_per_second:.2f}x",
+        ]
+        if seeds.total_env_steps:
+            row.append(f"{seeds.projected_seconds(timing):,.0f}")
+        rows.append(row)
+    return headers, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats and iterations")
+    args = parser.parse_args()
+    settings = Settings.quick() if args.quick else Settings()
+
+    print(machine_description())
+    results = measure(settings, log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(description(results, settings))
+    print("\nLearner update (jitted, one device) and the float32 matmul peak:")
+    print_table(*update_table(results))
+    print("\nEnd to end (make_train(config).step, one seed):")
+    print_table(*end_to_end_table(results))
+    print("\nSeeds: one vmapped program against single-seed runs one after another:")
+    print_table(*seeds_table(results))
+
+
+if __name__ == "__main__":
+    main()
