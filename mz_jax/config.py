@@ -152,9 +152,13 @@ class TrainConfig:
     value_loss_weight: float = 0.25
     """Weight of the value loss (0.25 in MuZero Reanalyse)."""
     reanalyse_values: bool = False
-    """Bootstrap the n-step value targets from the current network's value of the stored
-    observations (fresh values, as MuZero Reanalyse computes them) instead of the search values
-    stored when acting, which grow stale in the replay."""
+    """Bootstrap the n-step value targets from the network's value of the stored observations,
+    with target parameters a few updates old (fresh values, as MuZero Reanalyse and EfficientZero
+    compute them), instead of the search values stored when acting, which grow stale in the
+    replay."""
+    target_update_every: int = 100
+    """With reanalyse_values: learner updates between copies of the parameters into the target
+    parameters whose values the targets bootstrap from (1: always the current parameters)."""
     hidden_grad_scale: float = 0.5
     """Gradient scale of the hidden state between unrolled steps (1/2 in the paper)."""
     max_consecutive_nonfinite: int = 10
@@ -212,6 +216,7 @@ class TrainConfig:
             "eval_episodes",
             "eval_max_steps",
             "max_consecutive_nonfinite",
+            "target_update_every",
         ):
             _check_int(name, getattr(self, name), 1)
         for name in (

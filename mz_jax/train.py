@@ -39,6 +39,8 @@ class RunState(NamedTuple):
 
     Attributes:
       train: parameters, optimiser state and update count (replicated).
+      target_params: the parameters that ``reanalyse_values`` bootstraps value targets with, a
+        copy of ``train.params`` refreshed every ``target_update_every`` updates (replicated).
       actor: self-play environments (sharded over 'data' along the environment axis).
       replay: the replay buffer (data sharded over 'data' along the environment axis).
       key: the run's PRNG key (replicated); split once per iteration.
@@ -46,6 +48,7 @@ class RunState(NamedTuple):
     """
 
     train: learner.TrainState
+    target_params: Params
     actor: actor_lib.ActorState
     replay: replay_lib.ReplayState
     key: Array
@@ -227,6 +230,7 @@ def _state_specs(state: RunState, *, seeded: bool) -> RunState:
     replicated = lambda tree: jax.tree.map(lambda _: P(), tree)
     specs = RunState(
         train=replicated(state.train),
+        target_params=replicated(state.target_params),
         actor=jax.tree.map(lambda _: P(AXIS), state.actor),
         replay=replay_lib.ReplayState(
             data=jax.tree.map(lambda _: P(None, AXIS), state.replay.data),
@@ -308,6 +312,7 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
         _, params = build_network(config, env, params_key)
         return RunState(
             train=learner.init_train_state(params, optimizer),
+            target_params=jax.tree.map(jnp.copy, params),
             actor=actor_lib.init_actor(env, actor_key, num_envs=config.num_envs),
             replay=replay_lib.init(
                 example, capacity=config.replay_capacity, num_envs=config.num_envs
@@ -342,9 +347,9 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
         stats = jax.lax.psum(stats, AXIS)
         replay = replay_lib.add(state.replay, trajectory)
 
-        def learn(train, replay):
+        def learn(train, target_params, replay):
             def one_update(carry, update_key):
-                train, replay = carry
+                train, target_params, replay = carry
                 windows, index, weights = replay_lib.sample(
                     replay,
                     update_key,
@@ -355,7 +360,7 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
                 )
                 if config.reanalyse_values:
                     windows = reanalyse_values(
-                        train.params,
+                        target_params,
                         windows,
                         network=network,
                         num_unroll_steps=config.num_unroll_steps,
@@ -366,26 +371,34 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
                     train, batch, loss_fn=loss_fn, optimizer=optimizer, schedule=schedule
                 )
                 replay = replay_lib.update_priorities(replay, index, aux.priority, axis_name=AXIS)
-                return (train, replay), metrics
+                if config.reanalyse_values:
+                    refresh = train.step % config.target_update_every == 0
+                    target_params = jax.tree.map(
+                        lambda new, old: jnp.where(refresh, new, old), train.params, target_params
+                    )
+                return (train, target_params, replay), metrics
 
             keys = jax.random.split(learn_key, config.updates_per_iteration)
-            (train, replay), metrics = jax.lax.scan(one_update, (train, replay), keys)
-            return train, replay, jax.tree.map(jnp.mean, metrics), jnp.int32(len(keys))
+            carry = (train, target_params, replay)
+            (train, target_params, replay), metrics = jax.lax.scan(one_update, carry, keys)
+            mean_metrics = jax.tree.map(jnp.mean, metrics)
+            return train, target_params, replay, mean_metrics, jnp.int32(len(keys))
 
-        def skip(train, replay):
+        def skip(train, target_params, replay):
             zeros = learner.UpdateMetrics(
                 *(jnp.zeros((), jnp.float32) for _ in learner.UpdateMetrics._fields)
             )
-            return train, replay, zeros, jnp.int32(0)
+            return train, target_params, replay, zeros, jnp.int32(0)
 
         ready = replay_lib.can_sample(replay, window_length=window) & (
             replay.num_written >= config.min_replay_steps
         )
+        learner_state = (state.train, state.target_params, replay)
         if config.updates_per_iteration == 0:
-            train, replay, update_metrics, updates = skip(state.train, replay)
+            train, target_params, replay, update_metrics, updates = skip(*learner_state)
         else:
-            train, replay, update_metrics, updates = jax.lax.cond(
-                ready, learn, skip, state.train, replay
+            train, target_params, replay, update_metrics, updates = jax.lax.cond(
+                ready, learn, skip, *learner_state
             )
         consecutive, total = learner.nonfinite_counts(train.opt_state)
         metrics = IterationMetrics(
@@ -407,7 +420,12 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
             beta=beta,
         )
         new_state = RunState(
-            train=train, actor=actor, replay=replay, key=key, iteration=state.iteration + 1
+            train=train,
+            target_params=target_params,
+            actor=actor,
+            replay=replay,
+            key=key,
+            iteration=state.iteration + 1,
         )
         return new_state, metrics
 

@@ -1,0 +1,54 @@
+"""Target parameters of ``reanalyse_values``: a copy of the parameters, refreshed every N updates."""
+
+import jax
+import numpy as np
+
+from mz_jax.config import NetworkConfig, TrainConfig
+from mz_jax.search import SearchConfig
+from mz_jax.train import make_train
+
+CONFIG = TrainConfig(
+    env="gymnax:CartPole-v1",
+    num_envs=4,
+    rollout_length=4,
+    batch_size=8,
+    updates_per_iteration=1,
+    num_unroll_steps=2,
+    td_steps=2,
+    replay_capacity=200,
+    warmup_updates=0,
+    reanalyse_values=True,
+    target_update_every=2,
+    network=NetworkConfig(hidden_sizes=(8,), latent_size=4),
+    search=SearchConfig(num_simulations=2),
+)
+
+
+def _same(a, b) -> bool:
+    return all(
+        np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    )
+
+
+def test_target_parameters_follow_the_parameters_every_n_updates():
+    trainer = make_train(CONFIG, devices=jax.devices()[:1])
+    state = trainer.init(0)
+    initial = jax.device_get(state.train.params)
+    assert _same(jax.device_get(state.target_params), initial)
+    previous_params = initial
+    seen = {"refreshed": 0, "stale": 0}
+    for _ in range(6):
+        state, _ = trainer.step(state)
+        params = jax.device_get(state.train.params)
+        target = jax.device_get(state.target_params)
+        step = int(state.train.step)
+        if step == 0:  # the replay is still warming up: nothing changed
+            assert _same(target, initial)
+        elif step % 2 == 0:  # refreshed by this iteration's update
+            assert _same(target, params)
+            seen["refreshed"] += 1
+        else:  # the copy made two updates ago, i.e. the previous iteration's parameters
+            assert _same(target, previous_params) and not _same(target, params)
+            seen["stale"] += 1
+        previous_params = params
+    assert seen["refreshed"] >= 2 and seen["stale"] >= 2
