@@ -5,7 +5,8 @@ device at once: act for ``rollout_length`` steps in this device's environments, 
 device's replay, then run ``updates_per_iteration`` learner updates on sequences sampled from it, with
 gradients averaged over the mesh axis ``'data'``. The per-device function is wrapped in
 ``jax.shard_map`` over all devices (of all processes after ``jax.distributed.initialize()``); the
-same function also runs under ``jax.pmap`` (:meth:`Trainer.pmap_step`).
+same function also runs under ``jax.pmap`` (:meth:`Trainer.pmap_step`). With ``config.num_seeds > 1``
+it is vmapped over a leading seed axis of the whole state: independent runs in one program.
 """
 
 from __future__ import annotations
