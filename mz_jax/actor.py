@@ -77,12 +77,18 @@ def rollout(
     search_config: SearchConfig,
     num_steps: int,
     temperature: float | Array = 1.0,
+    random_action_probability: float | Array = 0.0,
 ) -> tuple[ActorState, Trajectory, RolloutStats]:
     """Plays ``num_steps`` steps in every environment with search; returns data ``[T, E, ...]``.
 
     Where an episode is truncated by a time limit, the state it reached is no longer in the stream
     (the environment has reset), so its value is estimated here with the network
     (``bootstrap_value``) for the n-step targets.
+
+    With ``random_action_probability`` p > 0 (a number or a traced scalar), each environment plays a
+    uniformly random legal action instead of the search's with probability p; the recorded policy
+    target is still the search's. At a Python 0 the program and its random numbers are those
+    without the option.
     """
 
     def step(carry, step_key):
@@ -99,8 +105,18 @@ def rollout(
             temperature=temperature,
         )
         num_envs = out.action.shape[0]
+        action = out.action
+        if not (
+            isinstance(random_action_probability, int | float) and random_action_probability == 0
+        ):
+            explore_key, uniform_key = jax.random.split(jax.random.fold_in(step_key, 1))
+            random_action = jax.random.categorical(
+                uniform_key, jnp.where(timestep.legal_action_mask, 0.0, -jnp.inf)
+            ).astype(action.dtype)
+            explore = jax.random.uniform(explore_key, (num_envs,)) < random_action_probability
+            action = jnp.where(explore, random_action, action)
         env_state, next_timestep = jax.vmap(env.step)(
-            jax.random.split(env_key, num_envs), actor.env_state, out.action
+            jax.random.split(env_key, num_envs), actor.env_state, action
         )
         if env.max_episode_steps is None:
             bootstrap_value = jnp.zeros(num_envs, jnp.float32)
@@ -111,7 +127,7 @@ def rollout(
             bootstrap_value = jnp.where(next_timestep.truncated, sign * final_value, 0.0)
         data = Trajectory(
             observation=timestep.observation,
-            action=out.action,
+            action=action,
             reward=next_timestep.reward,
             terminated=next_timestep.terminated,
             truncated=next_timestep.truncated,

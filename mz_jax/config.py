@@ -170,6 +170,10 @@ class TrainConfig:
     temperature_schedule: tuple[tuple[float, float], ...] = ((0.5, 1.0), (0.75, 0.5), (1.0, 0.25))
     """(fraction of training, temperature) pairs: the muzero policy samples visits with temperature
     T until that fraction of total_env_steps."""
+    random_action_probability: float = 0.0
+    """Self-play plays a uniformly random legal action instead of the search's with this
+    probability, in [0, 1]: positions the agent's own play never reaches (a blunder to punish in a
+    board game) get into the data. The policy target stays the search's."""
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
     """The MuZero network."""
 
@@ -245,6 +249,7 @@ class TrainConfig:
         _check_float("value_loss_weight", self.value_loss_weight, 0.0, 100.0)
         _check_float("hidden_grad_scale", self.hidden_grad_scale, 0.0, 1.0)
         _check_bool("reanalyse_values", self.reanalyse_values)
+        _check_float("random_action_probability", self.random_action_probability, 0.0, 1.0)
         _check_float("log_every_seconds", self.log_every_seconds, 0.0, math.inf, high_open=True)
         _check_float(
             "checkpoint_every_seconds", self.checkpoint_every_seconds, 0.0, math.inf, high_open=True

@@ -344,6 +344,7 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
             search_config=search_config,
             num_steps=config.rollout_length,
             temperature=temperature,
+            random_action_probability=config.random_action_probability,
         )
         stats = jax.lax.psum(stats, AXIS)
         replay = replay_lib.add(state.replay, trajectory)

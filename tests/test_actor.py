@@ -161,3 +161,66 @@ def test_evaluation_against_a_random_player_in_both_seats():
             max_steps=2,
             opponent="random",
         )
+
+
+def test_random_action_probability_explores_uniformly_over_legal_moves():
+    env = make_env("pgx:tic_tac_toe")
+    network, params = networks.make_mlp_network(
+        jax.random.key(0),
+        observation_shape=(3, 3, 2),
+        num_actions=9,
+        hidden_sizes=(8,),
+        latent_size=8,
+    )
+    config = SearchConfig(policy="gumbel", num_simulations=2, two_player=True, discount=1.0)
+    num_envs = 900
+
+    @jax.jit
+    def first_moves(key, probability_key_case):
+        state = actor.init_actor(env, jax.random.key(3), num_envs=num_envs)
+        # After one move per environment, the second move has 8 legal cells.
+        state, _, _ = actor.rollout(
+            params,
+            jax.random.key(4),
+            state,
+            env=env,
+            network=network,
+            search_config=config,
+            num_steps=1,
+        )
+        results = []
+        for probability in probability_key_case:
+            _, trajectory, _ = actor.rollout(
+                params,
+                key,
+                state,
+                env=env,
+                network=network,
+                search_config=config,
+                num_steps=1,
+                random_action_probability=probability,
+            )
+            results.append(
+                (trajectory.action[0], trajectory.legal_action_mask[0], trajectory.policy[0])
+            )
+        return results
+
+    (plain, legal, policy), (all_random, _, policy_1), (half, _, _) = jax.device_get(
+        first_moves(jax.random.key(5), (0.0, 1.0, 0.5))
+    )
+    rows = np.arange(num_envs)
+    assert legal.sum(axis=1).min() == 8
+    for actions in (plain, all_random, half):
+        assert legal[rows, actions].all()
+    # p = 1: uniform over the 8 legal cells. Count each action's rank among its row's legal cells.
+    ranks = np.array([np.flatnonzero(legal[i]).tolist().index(a) for i, a in enumerate(all_random)])
+    counts = np.bincount(ranks, minlength=8)
+    expected = num_envs / 8
+    chi_square = float(((counts - expected) ** 2 / expected).sum())
+    assert chi_square < 24.3, counts  # 7 degrees of freedom, p = 0.001
+    # The policy target stays the search's.
+    np.testing.assert_array_equal(policy_1, policy)
+    # p = 0.5: an environment differs from the search's move when it explores (1/2) and the random
+    # move is another cell (7/8): 7/16 of them.
+    changed = float(np.mean(half != plain))
+    assert abs(changed - 7 / 16) < 0.06, changed

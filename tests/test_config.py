@@ -182,6 +182,12 @@ _INVALID = {
         "1",
         "True or False",
     ),
+    "random_action_probability above 1": (
+        lambda: TrainConfig(random_action_probability=1.5),
+        "random_action_probability",
+        "1.5",
+        "[0.0, 1.0]",
+    ),
     "num_seeds zero": (lambda: TrainConfig(num_seeds=0), "num_seeds", "0", "[1, 2147483648]"),
     "search not a SearchConfig": (
         lambda: TrainConfig(search={"num_simulations": 8}),
