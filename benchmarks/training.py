@@ -35,11 +35,11 @@ import jax.numpy as jnp
 import numpy as np
 from common import machine_description, print_table
 
-from mz_jax import Batch, learner, make_loss_fn
+from mz_jax import Batch, learner
 from mz_jax.cli import load_preset
 from mz_jax.config import TrainConfig
 from mz_jax.envs import make_env
-from mz_jax.train import build_network, make_train
+from mz_jax.train import build_network, make_learner, make_train
 
 PRESET = "cartpole"
 
@@ -127,29 +127,12 @@ def synthetic_batch(
 
 def _jitted_update(config: TrainConfig, network, *, unroll: int | bool):
     """``update(train_state, batch)`` as ``make_train`` builds it, on one device (no mapped axis)."""
-    loss_fn = make_loss_fn(
-        network,
-        value_loss_weight=config.value_loss_weight,
-        weight_decay=config.weight_decay,
-        hidden_grad_scale=config.hidden_grad_scale,
-        unroll=unroll,
-    )
-    schedule_args = dict(
-        learning_rate=config.learning_rate,
-        warmup_updates=config.warmup_updates,
-        decay_updates=config.lr_decay_updates,
-    )
-    optimizer = learner.make_optimizer(
-        optimizer=config.optimizer,
-        momentum=config.momentum,
-        max_grad_norm=config.max_grad_norm,
-        **schedule_args,
-    )
+    loss_fn, schedule, optimizer = make_learner(config, network, unroll=unroll)
     update = functools.partial(
         learner.update,
         loss_fn=loss_fn,
         optimizer=optimizer,
-        schedule=learner.make_schedule(**schedule_args),
+        schedule=schedule,
         axis_name=None,
     )
     return jax.jit(update, donate_argnums=0), optimizer

@@ -107,6 +107,37 @@ def build_network(config: TrainConfig, env: Env, key: Array) -> tuple[MuZeroNetw
     )
 
 
+def make_learner(
+    config: TrainConfig, network: MuZeroNetwork, *, unroll: int | bool = 1
+) -> tuple[Callable, Callable, Any]:
+    """The loss function, learning-rate schedule and optimiser of ``config``, as training uses them.
+
+    Args:
+      unroll: the ``lax.scan`` unroll of the model (see :func:`mz_jax.make_loss_fn`).
+    """
+    loss_fn = make_loss_fn(
+        network,
+        value_loss_weight=config.value_loss_weight,
+        weight_decay=config.weight_decay,
+        hidden_grad_scale=config.hidden_grad_scale,
+        unroll=unroll,
+    )
+    schedule = learner.make_schedule(
+        learning_rate=config.learning_rate,
+        warmup_updates=config.warmup_updates,
+        decay_updates=config.lr_decay_updates,
+    )
+    optimizer = learner.make_optimizer(
+        optimizer=config.optimizer,
+        learning_rate=config.learning_rate,
+        momentum=config.momentum,
+        warmup_updates=config.warmup_updates,
+        decay_updates=config.lr_decay_updates,
+        max_grad_norm=config.max_grad_norm,
+    )
+    return loss_fn, schedule, optimizer
+
+
 def temperature_at(schedule: tuple[tuple[float, float], ...], progress: Array) -> Array:
     """The temperature of the first ``(fraction, temperature)`` pair whose fraction exceeds progress."""
     fractions = jnp.asarray([f for f, _ in schedule], jnp.float32)
@@ -267,25 +298,7 @@ def make_train(config: TrainConfig, *, devices: list | None = None) -> Trainer:
             search_config, max_num_considered_actions=env.num_actions
         )
     network, _ = build_network(config, env, jax.random.key(0))
-    loss_fn = make_loss_fn(
-        network,
-        value_loss_weight=config.value_loss_weight,
-        weight_decay=config.weight_decay,
-        hidden_grad_scale=config.hidden_grad_scale,
-    )
-    schedule = learner.make_schedule(
-        learning_rate=config.learning_rate,
-        warmup_updates=config.warmup_updates,
-        decay_updates=config.lr_decay_updates,
-    )
-    optimizer = learner.make_optimizer(
-        optimizer=config.optimizer,
-        learning_rate=config.learning_rate,
-        momentum=config.momentum,
-        warmup_updates=config.warmup_updates,
-        decay_updates=config.lr_decay_updates,
-        max_grad_norm=config.max_grad_norm,
-    )
+    loss_fn, schedule, optimizer = make_learner(config, network)
     mesh = jax.sharding.Mesh(np.asarray(devices), (AXIS,))
     local_batch = config.batch_size // num_devices
     window = window_length(num_unroll_steps=config.num_unroll_steps, td_steps=config.td_steps)
