@@ -56,6 +56,9 @@ class SuiteEntry(NamedTuple):
     overrides: Mapping[str, Any] = {}
 
 
+# entry_config sets these for every entry; an override of them is refused, not ignored.
+_SET_BY_THE_SUITE = frozenset({"env", "seed", "num_seeds"})
+
 _MINATAR = {"preset": "breakout_minatar", "overrides": {"eval_max_steps": 2_500}}
 
 SUITES: dict[str, tuple[SuiteEntry, ...]] = {
@@ -153,6 +156,12 @@ def entry_config(
         raise ValueError(f"{entry.env}: {error}") from error
     values = checkpoint_lib.config_to_dict(base)
     changes = dict(entry.overrides)
+    decided_by_suite = sorted(set(changes) & _SET_BY_THE_SUITE)
+    if decided_by_suite:
+        raise ValueError(
+            f"{entry.env}: overrides may not set {', '.join(map(repr, decided_by_suite))}: the "
+            "suite sets the environment and the seeds (--seed, --seeds) for every entry"
+        )
     changes.update(env=entry.env, num_seeds=num_seeds, seed=seed)
     if env_steps is not None:
         changes["total_env_steps"] = env_steps

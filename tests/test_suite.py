@@ -119,6 +119,10 @@ def test_unknown_suites_and_fields_are_named(tmp_path):
     entry = SuiteEntry("gymnax:CartPole-v1", None, {"eval_every_env_steps": 0})
     with pytest.raises(ValueError, match="'eval_every_env_steps' = 0"):
         entry_config(entry, num_seeds=1)
+    # The suite decides these; an override would otherwise be silently replaced.
+    entry = SuiteEntry("gymnax:CartPole-v1", "cartpole", {"seed": 3, "num_seeds": 2})
+    with pytest.raises(ValueError, match=r"may not set 'num_seeds', 'seed'.*--seeds"):
+        entry_config(entry, num_seeds=1)
     with pytest.raises(SystemExit):
         cli.main(["suite", "--suite", "classic", "--seeds", "0", "--workdir", str(tmp_path)])
 
