@@ -6,7 +6,12 @@
 For each seed, trains the preset (in a fresh workdir under --workdir) and reads its metrics.jsonl: the
 first greedy evaluation whose mean return reaches --target, the wall time until then (measured from
 before the run starts, so compilation is included) and the environment steps, and the best and last
-evaluations. Prints a markdown table with the machine named.
+evaluations. Prints a markdown table with the machine named; ``--plot curves.png`` also draws the
+seeds' evaluation curves (``mz_jax.report.save_curve``).
+
+``--reuse`` reads the runs already in --workdir instead of training (each must hold a finished run of
+the preset with that seed: its config.json is checked); times then count from the run's own start,
+so they leave out the seconds before its first step (start-up and the first compilation).
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from pathlib import Path
 
 from common import machine_description, print_table
 
+from mz_jax.agent import read_config
 from mz_jax.cli import load_preset
 from mz_jax.logger import read_metrics
+from mz_jax.report import evaluation_curves, save_curve
 from mz_jax.run import run_training
 
 
@@ -33,6 +40,12 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=120.0, help="wall-time budget per seed")
     parser.add_argument("--total-env-steps", type=int, default=None)
     parser.add_argument("--workdir", default="runs/benchmark_learning")
+    parser.add_argument(
+        "--plot", default=None, help="write the seeds' evaluation curves to this PNG"
+    )
+    parser.add_argument(
+        "--reuse", action="store_true", help="read the finished runs in --workdir, train nothing"
+    )
     args = parser.parse_args()
 
     base = load_preset(args.config)
@@ -40,16 +53,24 @@ def main() -> None:
         base = dataclasses.replace(base, total_env_steps=args.total_env_steps)
     print(f"machine: {machine_description()}")
     print(f"preset {args.config}: {base.env}, target mean greedy return >= {args.target}\n")
-    rows = []
+    rows, curves = [], {}
     for seed in args.seeds:
         workdir = Path(args.workdir) / f"{args.config}_seed{seed}"
-        shutil.rmtree(workdir, ignore_errors=True)
         config = dataclasses.replace(base, seed=seed)
-        start = time.perf_counter()
-        summary = run_training(config, workdir)
-        elapsed = time.perf_counter() - start
-        # wall_s in the metrics starts after set-up; shift it so times count from before the run.
-        offset = elapsed - summary["wall_s"]
+        if args.reuse:
+            if read_config(workdir) != config:
+                raise SystemExit(f"{workdir} is not a run of preset {args.config} with seed {seed}")
+            records = read_metrics(workdir)
+            summary = {"env_steps": records[-1]["env_steps"], "wall_s": records[-1]["wall_s"]}
+            elapsed, offset = summary["wall_s"], 0.0
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+            start = time.perf_counter()
+            summary = run_training(config, workdir)
+            elapsed = time.perf_counter() - start
+            # wall_s in the metrics starts after set-up; shift it so times count from before the run.
+            offset = elapsed - summary["wall_s"]
+        curves.update(evaluation_curves(workdir, default_seed=seed))
         evals = [r for r in read_metrics(workdir) if "eval/episode_return" in r]
         reached = next((r for r in evals if r["eval/episode_return"] >= args.target), None)
         best = max(evals, key=lambda r: r["eval/episode_return"]) if evals else None
@@ -59,13 +80,13 @@ def main() -> None:
                 f"{reached['wall_s'] + offset:.0f}" if reached else "not reached",
                 f"{reached['env_steps']:,}" if reached else "-",
                 "yes" if reached and reached["wall_s"] + offset <= args.budget_s else "no",
-                f"{best['eval/episode_return']:.1f} @ {best['env_steps']:,}" if best else "-",
-                f"{evals[-1]['eval/episode_return']:.1f}" if evals else "-",
+                f"{best['eval/episode_return']:.4g} @ {best['env_steps']:,}" if best else "-",
+                f"{evals[-1]['eval/episode_return']:.4g}" if evals else "-",
                 f"{summary['env_steps']:,}",
                 f"{elapsed:.0f}",
             ]
         )
-        print(f"seed {seed} done in {elapsed:.0f} s", file=sys.stderr, flush=True)
+        print(f"seed {seed}: {elapsed:.0f} s", file=sys.stderr, flush=True)
     print_table(
         [
             "seed",
@@ -79,6 +100,9 @@ def main() -> None:
         ],
         rows,
     )
+    if args.plot:
+        save_curve(args.plot, curves, f"{args.config} ({base.env}), seeds {args.seeds}")
+        print(f"\ncurves: {args.plot}")
 
 
 if __name__ == "__main__":

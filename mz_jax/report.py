@@ -207,7 +207,14 @@ def _draw_curves(ax, curves: dict[int, Curve], title: str) -> None:
     ax.grid(alpha=0.3)
 
 
-def _save_curve(path: Path, curves: dict[int, Curve], title: str) -> None:
+def save_curve(path: str | Path, curves: dict[int, Curve], title: str) -> None:
+    """Saves a PNG of greedy-evaluation curves: each seed faint, the min–max band and the mean.
+
+    Args:
+      path: the PNG to write.
+      curves: seed -> :class:`Curve` (as :func:`evaluation_curves` returns), at least one.
+      title: the plot's title.
+    """
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6, 4), dpi=110)
@@ -284,7 +291,7 @@ def write_report(
         curve_dir.mkdir(parents=True, exist_ok=True)
         for name, curves in all_curves.items():
             curve_files[name] = Path("curves") / f"{sanitise(name)}.png"
-            _save_curve(suite_workdir / curve_files[name], curves, name)
+            save_curve(suite_workdir / curve_files[name], curves, name)
         _save_grid(suite_workdir / "curves.png", all_curves)
 
     # The table.
