@@ -10,8 +10,9 @@ evaluations. Prints a markdown table with the machine named; ``--plot curves.png
 seeds' evaluation curves (``mz_jax.report.save_curve``).
 
 ``--reuse`` reads the runs already in --workdir instead of training (each must hold a finished run of
-the preset with that seed: its config.json is checked); times then count from the run's own start,
-so they leave out the seconds before its first step (start-up and the first compilation).
+the preset with that seed: its config.json is checked, all but how often it logged and saved); times
+then count from the run's own start, so they leave out the seconds before its first step (start-up
+and the first compilation).
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ from mz_jax.cli import load_preset
 from mz_jax.logger import read_metrics
 from mz_jax.report import evaluation_curves, save_curve
 from mz_jax.run import run_training
+
+BOOKKEEPING_FIELDS = (
+    "log_every_seconds",
+    "checkpoint_every_seconds",
+    "keep_checkpoints",
+    "keep_checkpoint_every",
+)
 
 
 def main() -> None:
@@ -58,7 +66,10 @@ def main() -> None:
         workdir = Path(args.workdir) / f"{args.config}_seed{seed}"
         config = dataclasses.replace(base, seed=seed)
         if args.reuse:
-            if read_config(workdir) != config:
+            found = read_config(workdir)
+            # How often a run logs or checkpoints does not change what it learns.
+            bookkeeping = {name: getattr(config, name) for name in BOOKKEEPING_FIELDS}
+            if dataclasses.replace(found, **bookkeeping) != config:
                 raise SystemExit(f"{workdir} is not a run of preset {args.config} with seed {seed}")
             records = read_metrics(workdir)
             summary = {"env_steps": records[-1]["env_steps"], "wall_s": records[-1]["wall_s"]}
