@@ -35,9 +35,8 @@ from mz_jax.envs import make_env
 
 EMPTY, CROSS, NOUGHT = 0, 1, 2
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
-Board = tuple[
-    int, ...
-]  # 9 cells, row-major, EMPTY / CROSS / NOUGHT; the player to move follows from it
+# 9 cells, row-major, EMPTY / CROSS / NOUGHT; the player to move follows from it.
+Board = tuple[int, ...]
 
 
 def to_move(board: Board) -> int:

@@ -28,7 +28,6 @@ positions (the preset before the decay: 4,195).
 
 from mz_jax import NetworkConfig, SearchConfig, TrainConfig
 
-
 NUM_ENVS, ROLLOUT_LENGTH, UPDATES_PER_ITERATION = 16, 2, 4
 TOTAL_ENV_STEPS = 200_000
 
