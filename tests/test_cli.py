@@ -12,7 +12,14 @@ from mz_jax import TrainConfig
 from mz_jax.cli import default_workdir, list_presets, load_preset, main
 from mz_jax.logger import read_metrics
 
-PRESETS = ("breakout_minatar", "cartpole", "catch", "tic_tac_toe")
+PRESETS = (
+    "breakout_minatar",
+    "breakout_minatar_mlp",
+    "cartpole",
+    "cartpole_sample_efficient",
+    "catch",
+    "tic_tac_toe",
+)
 ITERATION = 8 * 4  # num_envs x rollout_length below
 TOTAL = 4 * ITERATION
 
@@ -171,9 +178,11 @@ def test_presets():
     assert set(PRESETS) <= set(list_presets())
     expected_env = {
         "cartpole": "gymnax:CartPole-v1",
+        "cartpole_sample_efficient": "gymnax:CartPole-v1",
         "catch": "gymnax:Catch-bsuite",
         "tic-tac-toe": "pgx:tic_tac_toe",  # dashes are accepted for underscores
         "breakout_minatar": "gymnax:Breakout-MinAtar",
+        "breakout_minatar_mlp": "gymnax:Breakout-MinAtar",
     }
     for name, env in expected_env.items():
         config = load_preset(name)
