@@ -4,8 +4,8 @@ The ``cartpole`` preset acts fast (16 environments x 4 steps per iteration, 12,5
 steps: 0.06 updates per step) and reaches a greedy 475 within about a minute of wall time, after 15k
 to 110k environment steps. This one spends its compute on learning instead, as LightZero does:
 4 environments x 2 steps per iteration and 8 updates of batch 256, so 20k environment steps meet
-20k updates. Everything else is the ``cartpole`` preset (fresh values with ``td_steps`` 5, discount
-0.99, Gumbel search with 16 simulations).
+20k updates, evaluated every 1,000 steps. Everything else is the ``cartpole`` preset (fresh values
+with ``td_steps`` 5, discount 0.99, Gumbel search with 16 simulations).
 
 Three seeds run as one program (``--num-seeds 3``), environment steps at the first greedy
 evaluation (20 episodes, every 1,000 steps) of at least 475:
@@ -23,31 +23,26 @@ CartPole from 12k-13k environment steps in two seeds of three; the ``cartpole`` 
 in every seed measured, from more steps.
 """
 
-from mz_jax import NetworkConfig, SearchConfig, TrainConfig
+import dataclasses
+from pathlib import Path
+
+from mz_jax import TrainConfig
+from mz_jax.cli import load_preset
 
 TOTAL_ENV_STEPS = 20_000
 NUM_ENVS, ROLLOUT_LENGTH, UPDATES_PER_ITERATION = 4, 2, 8
 
 
 def config() -> TrainConfig:
-    return TrainConfig(
-        env="gymnax:CartPole-v1",
-        discount=0.99,
+    cartpole = load_preset(str(Path(__file__).with_name("cartpole.py")))
+    return dataclasses.replace(
+        cartpole,
         num_envs=NUM_ENVS,
         rollout_length=ROLLOUT_LENGTH,
         updates_per_iteration=UPDATES_PER_ITERATION,
         batch_size=256,
         total_env_steps=TOTAL_ENV_STEPS,
-        td_steps=5,
-        reanalyse_values=True,
-        target_update_every=1,
-        priority_alpha=0.5,
-        learning_rate=3e-3,
         lr_decay_updates=TOTAL_ENV_STEPS // (NUM_ENVS * ROLLOUT_LENGTH) * UPDATES_PER_ITERATION,
         replay_capacity=TOTAL_ENV_STEPS,
         eval_every_env_steps=1_000,
-        eval_episodes=20,
-        eval_max_steps=500,
-        search=SearchConfig(policy="gumbel", num_simulations=16, rescale_values=False),
-        network=NetworkConfig(hidden_sizes=(64, 64), latent_size=64),
     )
