@@ -7,7 +7,7 @@ For each seed, trains the preset (in a fresh workdir under --workdir) and reads 
 first greedy evaluation whose mean return reaches --target, the wall time until then (measured from
 before the run starts, so compilation is included) and the environment steps, and the best and last
 evaluations. Prints a markdown table with the machine named; ``--plot curves.png`` also draws the
-seeds' evaluation curves (``mz_jax.report.save_curve``).
+seeds' evaluation curves (``mz_jax.plots.save_curve``).
 
 ``--reuse`` reads the runs already in --workdir instead of training (each must hold a finished run of
 the preset with that seed: its config.json is checked, all but how often it logged and saved); times
@@ -26,11 +26,12 @@ from pathlib import Path
 
 from common import machine_description, print_table
 
-from mz_jax.agent import read_config
-from mz_jax.cli import load_preset
-from mz_jax.logger import read_metrics
-from mz_jax.report import evaluation_curves, save_curve
+from mz_jax.metrics import EVAL_RETURN
+from mz_jax.plots import save_curve
+from mz_jax.presets import load_preset
 from mz_jax.run import run_training
+from mz_jax.suite_results import evaluation_curves
+from mz_jax.workdir import read_config, read_metrics
 
 BOOKKEEPING_FIELDS = (
     "log_every_seconds",
@@ -82,17 +83,17 @@ def main() -> None:
             # wall_s in the metrics starts after set-up; shift it so times count from before the run.
             offset = elapsed - summary["wall_s"]
         curves.update(evaluation_curves(workdir, default_seed=seed))
-        evals = [r for r in read_metrics(workdir) if "eval/episode_return" in r]
-        reached = next((r for r in evals if r["eval/episode_return"] >= args.target), None)
-        best = max(evals, key=lambda r: r["eval/episode_return"]) if evals else None
+        evals = [r for r in read_metrics(workdir) if EVAL_RETURN in r]
+        reached = next((r for r in evals if r[EVAL_RETURN] >= args.target), None)
+        best = max(evals, key=lambda r: r[EVAL_RETURN]) if evals else None
         rows.append(
             [
                 seed,
                 f"{reached['wall_s'] + offset:.0f}" if reached else "not reached",
                 f"{reached['env_steps']:,}" if reached else "-",
                 "yes" if reached and reached["wall_s"] + offset <= args.budget_s else "no",
-                f"{best['eval/episode_return']:.4g} @ {best['env_steps']:,}" if best else "-",
-                f"{evals[-1]['eval/episode_return']:.4g}" if evals else "-",
+                f"{best[EVAL_RETURN]:.4g} @ {best['env_steps']:,}" if best else "-",
+                f"{evals[-1][EVAL_RETURN]:.4g}" if evals else "-",
                 f"{summary['env_steps']:,}",
                 f"{elapsed:.0f}",
             ]

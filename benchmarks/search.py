@@ -1,4 +1,4 @@
-"""Simulations per second of mz_jax.search with a small untrained MLP network.
+"""Simulations per second of mz_jax.mcts with a small untrained MLP network.
 
 Measures ``batch * num_simulations / seconds`` for one jitted search call, after compilation, as the
 median of a few timed calls (each ended with ``block_until_ready``), for both policies over batch
@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from mz_jax.search import SearchConfig, make_recurrent_fn, make_root_fn, search
+from mz_jax.mcts import SearchConfig, make_recurrent_fn, make_root_fn, search
 from mz_jax.types import ModelOutput, MuZeroNetwork
 
 OBSERVATION_SIZE = 16
@@ -126,7 +126,9 @@ def time_policies(
     for policy in ("muzero", "gumbel"):
         for num_actions in action_counts:
             for batch_size in batch_sizes:
-                config = SearchConfig(policy=policy, num_simulations=num_simulations)
+                config = SearchConfig(
+                    policy=policy, num_simulations=num_simulations, discount=0.997, two_player=False
+                )
                 seconds = time_search(config, batch_size, num_actions, repeats)
                 yield policy, batch_size, num_actions, seconds
 
@@ -137,7 +139,13 @@ def time_max_depths(
     """``(max_depth, deepest node reached, seconds per call)`` of the muzero policy, batch 64, 18
     actions, without and with a depth limit of 8."""
     for max_depth in (None, 8):
-        config = SearchConfig(policy="muzero", num_simulations=num_simulations, max_depth=max_depth)
+        config = SearchConfig(
+            policy="muzero",
+            num_simulations=num_simulations,
+            max_depth=max_depth,
+            discount=0.997,
+            two_player=False,
+        )
         seconds = time_search(config, 64, 18, repeats)
         yield max_depth, max_tree_depth(config, 64, 18), seconds
 

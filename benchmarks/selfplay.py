@@ -20,8 +20,8 @@ from common import machine_description, median_seconds, print_table
 
 from mz_jax import actor
 from mz_jax.envs import make_env
+from mz_jax.mcts import SearchConfig
 from mz_jax.networks import make_mlp_network
-from mz_jax.search import SearchConfig
 
 ENVS = ("gymnax:CartPole-v1", "pgx:tic_tac_toe")
 
@@ -37,8 +37,8 @@ def time_rollout(
     config = SearchConfig(
         policy=policy,
         num_simulations=num_simulations,
+        discount=0.997,
         two_player=env.num_players == 2,
-        max_num_considered_actions=min(16, env.num_actions),
     )
     rollout = jax.jit(
         functools.partial(

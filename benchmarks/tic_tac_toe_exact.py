@@ -17,124 +17,29 @@ position that was not lost, by the seat of the player to move (X moves first). `
 exact probability of losing against the uniformly random player with the agent moving first /
 second; ``losses per 1,000`` is what ``mz-jax eval --episodes 1000 --opponent random`` expects (500
 games in each seat). A plain ``0`` is exactly zero; a rounded one is printed with its decimals.
+The solver is :mod:`mz_jax.tic_tac_toe_solver`.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 from fractions import Fraction
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 from common import machine_description, print_table
 
 from mz_jax.agent import Agent
-from mz_jax.envs import make_env
-
-EMPTY, CROSS, NOUGHT = 0, 1, 2
-LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
-# 9 cells, row-major, EMPTY / CROSS / NOUGHT; the player to move follows from it.
-Board = tuple[int, ...]
-
-
-def to_move(board: Board) -> int:
-    return CROSS if board.count(CROSS) == board.count(NOUGHT) else NOUGHT
-
-
-def play(board: Board, cell: int) -> Board:
-    return (*board[:cell], to_move(board), *board[cell + 1 :])
-
-
-def winner(board: Board) -> int:
-    for a, b, c in LINES:
-        if board[a] != EMPTY and board[a] == board[b] == board[c]:
-            return board[a]
-    return EMPTY
-
-
-def is_final(board: Board) -> bool:
-    return winner(board) != EMPTY or EMPTY not in board
-
-
-def legal_moves(board: Board) -> list[int]:
-    return [cell for cell in range(9) if board[cell] == EMPTY]
-
-
-@functools.cache
-def value(board: Board) -> int:
-    """The game-theoretic value for the player to move: +1 win, 0 draw, -1 loss (negamax)."""
-    if winner(board) != EMPTY:  # the player who just moved completed a line
-        return -1
-    if EMPTY not in board:
-        return 0
-    return max(-value(play(board, cell)) for cell in legal_moves(board))
-
-
-def positions_to_move() -> list[Board]:
-    """Every position reachable from the empty board that is not final, in a fixed order."""
-    seen: dict[Board, None] = {}
-    stack = [(EMPTY,) * 9]
-    while stack:
-        board = stack.pop()
-        if board in seen or is_final(board):
-            continue
-        seen[board] = None
-        stack.extend(play(board, cell) for cell in legal_moves(board))
-    return sorted(seen)
-
-
-def observation(board: Board) -> np.ndarray:
-    """pgx's tic-tac-toe observation ``[3, 3, 2]``: the mover's marks, then the opponent's."""
-    cells = np.array(board).reshape(3, 3)
-    mover = to_move(board)
-    return np.stack([cells == mover, cells == CROSS + NOUGHT - mover], axis=-1).astype(np.float32)
-
-
-def check_encoding() -> None:
-    """Plays a game in pgx and checks that :func:`observation` and the cell numbering match it."""
-    env = make_env("pgx:tic_tac_toe")
-    state, timestep = env.reset(jax.random.key(0))
-    board: Board = (EMPTY,) * 9
-    for cell in (4, 0, 2, 6, 3):  # no line is completed before the last move
-        np.testing.assert_array_equal(np.asarray(timestep.observation), observation(board))
-        np.testing.assert_array_equal(
-            np.asarray(timestep.legal_action_mask), np.array(board) == EMPTY
-        )
-        state, timestep = env.step(jax.random.key(0), state, jnp.int32(cell))
-        board = play(board, cell)
-
-
-def agent_moves(agent: Agent, boards: list[Board]) -> dict[Board, int]:
-    observations = np.stack([observation(board) for board in boards])
-    legal = np.stack([np.array(board) == EMPTY for board in boards])
-    actions = np.asarray(agent.act(jax.random.key(0), observations, legal))
-    return dict(zip(boards, actions.tolist(), strict=True))
-
-
-def outcome_probabilities(moves: dict[Board, int], agent: int) -> dict[str, Fraction]:
-    """Exact win/draw/loss probabilities of the agent (seat ``agent``) against the random player."""
-
-    @functools.cache
-    def result(board: Board) -> dict[str, Fraction]:
-        if winner(board) != EMPTY:
-            return {
-                "win": Fraction(winner(board) == agent),
-                "loss": Fraction(winner(board) != agent),
-            }
-        if EMPTY not in board:
-            return {"draw": Fraction(1)}
-        if to_move(board) == agent:
-            return result(play(board, moves[board]))
-        total: dict[str, Fraction] = {}
-        cells = legal_moves(board)
-        for cell in cells:
-            for outcome, p in result(play(board, cell)).items():
-                total[outcome] = total.get(outcome, Fraction(0)) + p / len(cells)
-        return total
-
-    return {k: result((EMPTY,) * 9).get(k, Fraction(0)) for k in ("win", "draw", "loss")}
+from mz_jax.tic_tac_toe_solver import (
+    CROSS,
+    EMPTY,
+    NOUGHT,
+    agent_moves,
+    check_encoding,
+    outcome_probabilities,
+    play,
+    positions_to_move,
+    to_move,
+    value,
+)
 
 
 def exactly(p: Fraction, spec: str) -> str:

@@ -36,10 +36,10 @@ import numpy as np
 from common import machine_description, print_table
 
 from mz_jax import Batch, learner
-from mz_jax.cli import load_preset
+from mz_jax.build import build
 from mz_jax.config import TrainConfig
-from mz_jax.envs import make_env
-from mz_jax.train import build_network, make_learner, make_train
+from mz_jax.presets import load_preset
+from mz_jax.train import make_train
 
 PRESET = "cartpole"
 
@@ -125,17 +125,17 @@ def synthetic_batch(
     )
 
 
-def _jitted_update(config: TrainConfig, network, *, unroll: int | bool):
-    """``update(train_state, batch)`` as ``make_train`` builds it, on one device (no mapped axis)."""
-    loss_fn, schedule, optimizer = make_learner(config, network, unroll=unroll)
+def _jitted_update(config: TrainConfig, *, unroll: int | bool):
+    """``update(train_state, batch)`` as training builds it, on one device (no mapped axis)."""
+    components = build(config, unroll=unroll)
     update = functools.partial(
         learner.update,
-        loss_fn=loss_fn,
-        optimizer=optimizer,
-        schedule=schedule,
+        loss_fn=components.loss_fn,
+        optimizer=components.optimizer,
+        schedule=components.schedule,
         axis_name=None,
     )
-    return jax.jit(update, donate_argnums=0), optimizer
+    return jax.jit(update, donate_argnums=0), components
 
 
 def cost_flops(stage) -> float:
@@ -149,18 +149,17 @@ def cost_flops(stage) -> float:
 
 def time_learner_update(config: TrainConfig, *, repeats: int = 20) -> UpdateTiming:
     """Compile and step time of one learner update of ``config``'s network, batch and K."""
-    env = make_env(config.env, max_episode_steps=config.max_episode_steps)
-    network, params = build_network(config, env, jax.random.key(0))
+    update, components = _jitted_update(config, unroll=1)
+    env = components.env
+    params = components.init_params(jax.random.key(0))
     batch = synthetic_batch(config, env.observation_shape or (1,), env.num_actions)
     num_params = sum(x.size for x in jax.tree.leaves(params))
-
-    update, optimizer = _jitted_update(config, network, unroll=1)
-    state = learner.init_train_state(params, optimizer)
+    state = learner.init_train_state(params, components.optimizer)
     start = time.perf_counter()
     compiled = update.lower(state, batch).compile()
     compile_seconds = time.perf_counter() - start
 
-    unrolled, _ = _jitted_update(config, network, unroll=True)
+    unrolled, _ = _jitted_update(config, unroll=True)
     lowered = unrolled.lower(state, batch)
     if "while" in lowered.as_text():
         raise RuntimeError("the unrolled update still holds a while loop; its FLOPs would be low")
@@ -198,6 +197,8 @@ class LoopTiming(NamedTuple):
     """Learner updates of all seeds per second (same blocks)."""
     env_steps_per_iteration: int
     """Environment steps of one iteration, all seeds together."""
+    iterations_per_call: int = 1
+    """Iterations one call of the step runs."""
 
 
 def _compile_step(trainer, state):
@@ -211,7 +212,7 @@ def _warm_up(step, state, *, max_iterations: int = 100):
     more iterations (so allocation and caches have settled)."""
     for _ in range(max_iterations):
         state, metrics = step(state)
-        if np.all(np.asarray(metrics.updates) > 0):
+        if np.all(np.asarray(metrics["optim"]["updates"]) > 0):
             break
     else:
         raise RuntimeError(f"no updates after {max_iterations} warm-up iterations")
@@ -221,23 +222,34 @@ def _warm_up(step, state, *, max_iterations: int = 100):
     return state
 
 
-def _time_block(step, state, iterations: int):
-    """(state, seconds, updates) of ``iterations`` steps dispatched back to back."""
-    all_metrics = []
+def _time_block(step, state, calls: int, *, fetch: bool = False):
+    """(state, seconds, updates) of ``calls`` steps dispatched back to back; ``fetch``: the host
+    fetches each call's metrics before the next call, as the training loop does."""
+    all_updates = []
     start = time.perf_counter()
-    for _ in range(iterations):
+    for _ in range(calls):
         state, metrics = step(state)  # donates the previous state: always rebind
-        all_metrics.append(metrics.updates)
-    jax.block_until_ready((state, all_metrics))
+        if fetch:
+            metrics = jax.device_get(metrics)
+        all_updates.append(metrics["optim"]["updates"])
+    jax.block_until_ready((state, all_updates))
     seconds = time.perf_counter() - start
-    return state, seconds, int(sum(np.sum(np.asarray(u)) for u in all_metrics))
+    return state, seconds, int(sum(np.sum(np.asarray(u)) for u in all_updates))
 
 
 def time_training_loop(
-    config: TrainConfig, *, seeds: list[int], iterations: int, blocks_per_seed: int = 1
+    config: TrainConfig,
+    *,
+    seeds: list[int],
+    iterations: int,
+    blocks_per_seed: int = 1,
+    fetch: bool = False,
 ) -> LoopTiming:
     """Throughput of ``make_train(config).step``: for each seed in turn, a fresh run warmed up, then
-    ``blocks_per_seed`` timed blocks of ``iterations`` iterations; the median block."""
+    ``blocks_per_seed`` timed blocks of ``iterations`` iterations (``iterations /
+    iterations_per_call`` calls); the median block. ``fetch``: metrics fetched after every call."""
+    calls = iterations // config.iterations_per_call
+    iterations = calls * config.iterations_per_call
     trainer = make_train(config)
     compiled = None
     rates, update_rates = [], []
@@ -248,7 +260,7 @@ def time_training_loop(
             compiled, compile_seconds = _compile_step(trainer, state)
         state = _warm_up(compiled, state)
         for _ in range(blocks_per_seed):
-            state, seconds, updates = _time_block(compiled, state, iterations)
+            state, seconds, updates = _time_block(compiled, state, calls, fetch=fetch)
             expected = iterations * config.updates_per_iteration * config.num_seeds
             if updates != expected:
                 raise RuntimeError(f"{updates} updates in a timed block; expected {expected}")
@@ -261,6 +273,7 @@ def time_training_loop(
         env_steps_per_second=statistics.median(rates),
         updates_per_second=statistics.median(update_rates),
         env_steps_per_iteration=steps_per_iteration,
+        iterations_per_call=config.iterations_per_call,
     )
 
 
@@ -303,11 +316,19 @@ class Settings:
     """S: seeds of the vmapped program, and single-seed runs timed one after another."""
     vmapped_blocks: int = 3
     """Timed blocks of the vmapped program (the median is reported)."""
+    iterations_per_call: int = 8
+    """N of the comparison of N iterations per host call against one, with the metrics fetched
+    after every call as the training loop does."""
 
     @classmethod
     def quick(cls) -> Settings:
         return cls(
-            update_repeats=10, matmul_repeats=3, iterations=20, num_seeds=2, vmapped_blocks=2
+            update_repeats=10,
+            matmul_repeats=3,
+            iterations=24,
+            num_seeds=2,
+            vmapped_blocks=2,
+            iterations_per_call=4,
         )
 
 
@@ -317,6 +338,8 @@ class Results(NamedTuple):
     update: UpdateTiming
     single: LoopTiming
     seeds: SeedsComparison
+    per_call: tuple[LoopTiming, LoopTiming]
+    """One iteration per call and ``iterations_per_call`` per call, metrics fetched per call."""
 
 
 def measure(settings: Settings, *, log=print) -> Results:
@@ -337,8 +360,25 @@ def measure(settings: Settings, *, log=print) -> Results:
         iterations=settings.iterations,
         blocks_per_seed=settings.vmapped_blocks,
     )
+    per_call = []
+    for n in (1, settings.iterations_per_call):
+        log(f"  training loop, {n} iteration(s) per call, metrics fetched after each call ...")
+        per_call.append(
+            time_training_loop(
+                config.replace(iterations_per_call=n),
+                seeds=[0],
+                iterations=settings.iterations,
+                blocks_per_seed=settings.vmapped_blocks,
+                fetch=True,
+            )
+        )
     return Results(
-        config, peak, update, single, SeedsComparison(vmapped, single, config.total_env_steps)
+        config,
+        peak,
+        update,
+        single,
+        SeedsComparison(vmapped, single, config.total_env_steps),
+        tuple(per_call),
     )
 
 
@@ -423,6 +463,23 @@ def seeds_table(results: Results) -> tuple[list[str], list[list[object]]]:
     return headers, rows
 
 
+def per_call_table(results: Results) -> tuple[list[str], list[list[object]]]:
+    one, many = results.per_call
+    headers = ["iterations per call", "compile s", "ms/iteration", "env steps/s", "vs 1 per call"]
+    rows = []
+    for timing, n in ((one, 1), (many, many.iterations_per_call)):
+        rows.append(
+            [
+                n,
+                f"{timing.compile_seconds:.1f}",
+                f"{1e3 * timing.env_steps_per_iteration / timing.env_steps_per_second:.1f}",
+                f"{timing.env_steps_per_second:,.0f}",
+                f"{timing.env_steps_per_second / one.env_steps_per_second:.2f}x",
+            ]
+        )
+    return headers, rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats and iterations")
@@ -438,6 +495,8 @@ def main() -> None:
     print_table(*end_to_end_table(results))
     print("\nSeeds: one vmapped program against single-seed runs one after another:")
     print_table(*seeds_table(results))
+    print("\nIterations per host call (metrics fetched after every call, as `mz-jax train` does):")
+    print_table(*per_call_table(results))
 
 
 if __name__ == "__main__":

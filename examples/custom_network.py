@@ -6,7 +6,7 @@ mz_jax needs a network as two pure functions (a :class:`mz_jax.MuZeroNetwork`)::
     recurrent_inference(params, hidden[B, ...], action[B])  -> (ModelOutput, hidden[B, ...])
 
 This example builds that pair twice and hands each to the loss (``make_loss_fn``) and to the search
-(``mz_jax.search.search``), jitted.
+(``mz_jax.mcts``), jitted.
 
     python examples/custom_network.py
 """
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from mz_jax import Batch, ModelOutput, MuZeroNetwork, make_loss_fn, min_max_normalize
-from mz_jax.search import SearchConfig, search
+from mz_jax.mcts import SearchConfig, search
 
 OBSERVATION_SIZE, NUM_ACTIONS, LATENT = 5, 4, 16
 SUPPORT = 5  # value and reward logits over the support [-5, 5]: 11 bins
@@ -127,7 +127,13 @@ def random_batch(key, *, batch_size: int = 8, num_unroll_steps: int = 3) -> Batc
 def loss_and_search(network: MuZeroNetwork, params, key):
     """One jitted program: the loss, its gradient, and a search from the batch's observations."""
     loss_fn = make_loss_fn(network)
-    config = SearchConfig(policy="gumbel", num_simulations=8, max_num_considered_actions=4)
+    config = SearchConfig(
+        policy="gumbel",
+        num_simulations=8,
+        max_num_considered_actions=4,
+        discount=0.997,
+        two_player=False,
+    )
 
     @jax.jit
     def run(params, key):
@@ -152,8 +158,8 @@ def main() -> None:
         assert math.isfinite(float(loss)) and math.isfinite(grad_norm) and grad_norm > 0
         assert bool(jnp.all(out.action != 3)) and bool(jnp.all(out.policy[:, 3] == 0))
         print(
-            f"{name:>9}: loss {float(loss):.4f} (value {float(aux.value_loss):.3f}, policy "
-            f"{float(aux.policy_loss):.3f}), gradient norm {grad_norm:.3f}, search actions "
+            f"{name:>9}: loss {float(loss):.4f} (value {float(aux.losses['value']):.3f}, policy "
+            f"{float(aux.losses['policy']):.3f}), gradient norm {grad_norm:.3f}, search actions "
             f"{out.action.tolist()}"
         )
 

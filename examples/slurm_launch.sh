@@ -40,7 +40,7 @@ jax.distributed.initialize(
     cluster_detection_method="deactivate",
 )
 
-from mz_jax.cli import load_preset
+from mz_jax.presets import load_preset
 from mz_jax.run import run_training
 
 config = load_preset(os.environ["MZ_JAX_PRESET"])

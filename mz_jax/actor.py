@@ -15,7 +15,7 @@ import jax.numpy as jnp
 
 from mz_jax import transforms
 from mz_jax.envs import Env, EnvState, TimeStep
-from mz_jax.search import SearchConfig, search
+from mz_jax.mcts import SearchConfig, search
 from mz_jax.types import Array, MuZeroNetwork, Params, Trajectory
 
 

@@ -5,7 +5,7 @@
     agent = mz_jax.agent.Agent.restore("runs/cartpole")
     action = agent.act(key, observation)            # observation [B, ...] -> action [B] int32
 
-Acting is the evaluation mode of the search (:func:`mz_jax.search.search` with ``greedy=True``): no
+Acting is the evaluation mode of the search (:func:`mz_jax.mcts` with ``greedy=True``): no
 root noise, the deterministic choice of the search, so the action depends on the parameters and the
 observation alone. The network, environment and search settings are rebuilt from the run's
 ``config.json`` exactly as training built them (:func:`mz_jax.train.make_train`).
@@ -14,11 +14,8 @@ observation alone. The network, environment and search settings are rebuilt from
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
-import json
 import logging
-import typing
 from pathlib import Path
 from typing import Any
 
@@ -28,69 +25,14 @@ import numpy as np
 
 from mz_jax import actor as actor_lib
 from mz_jax import checkpoint as checkpoint_lib
+from mz_jax.build import Components, build
 from mz_jax.config import TrainConfig
 from mz_jax.envs import Env
-from mz_jax.search import SearchConfig, search
-from mz_jax.train import Trainer, make_train
+from mz_jax.iteration import AXIS
+from mz_jax.mcts import SearchConfig, search
+from mz_jax.train import abstract_run_state
 from mz_jax.types import Array, MuZeroNetwork, Params
-
-
-def config_from_dict(d: dict[str, Any]) -> TrainConfig:
-    """The :class:`TrainConfig` that :func:`mz_jax.checkpoint.config_to_dict` turned into ``d``.
-
-    JSON has no tuples and no dataclasses: nested dicts become the field's dataclass
-    (``search``, ``network``) and lists become tuples, at any depth (``temperature_schedule`` is a
-    tuple of pairs). Fields missing from ``d`` take their defaults (a config saved before the field
-    existed); an unknown field is an error, since silently dropping it would change the run.
-
-    Raises:
-      ValueError: for an unknown field (naming it) or an invalid value (the config's own message).
-    """
-    return _dataclass_from_dict(TrainConfig, d, prefix="")
-
-
-def _dataclass_from_dict(cls: type, d: Any, *, prefix: str) -> Any:
-    if not isinstance(d, dict):
-        raise ValueError(
-            f"config field {prefix.rstrip('.') or '<root>'!r} = {d!r} is invalid: allowed a JSON "
-            f"object with the fields of {cls.__name__}"
-        )
-    fields = {field.name for field in dataclasses.fields(cls)}
-    unknown = sorted(set(d) - fields)
-    if unknown:
-        raise ValueError(
-            f"unknown config field(s) {', '.join(prefix + name for name in unknown)} for "
-            f"{cls.__name__}; allowed: {', '.join(sorted(fields))}"
-        )
-    hints = typing.get_type_hints(cls)
-    kwargs = {}
-    for name, value in d.items():
-        if dataclasses.is_dataclass(hints[name]):
-            kwargs[name] = _dataclass_from_dict(hints[name], value, prefix=f"{prefix}{name}.")
-        else:
-            kwargs[name] = _tuples(value)
-    return cls(**kwargs)
-
-
-def _tuples(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return tuple(_tuples(v) for v in value)
-    return value
-
-
-def read_config(workdir: str | Path) -> TrainConfig:
-    """The configuration a run saved in ``workdir/config.json``.
-
-    Raises:
-      FileNotFoundError: if ``workdir`` holds no ``config.json`` (not a run's directory).
-    """
-    path = Path(workdir) / checkpoint_lib.CONFIG_FILE
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{str(path)!r} does not exist: {str(workdir)!r} is not the workdir of a training run "
-            "(`mz-jax train --workdir ...` writes it)"
-        )
-    return config_from_dict(json.loads(path.read_text()))
+from mz_jax.workdir import read_config
 
 
 class Agent:
@@ -122,15 +64,17 @@ class Agent:
     ):
         if not isinstance(config, TrainConfig):
             raise ValueError(f"config must be a TrainConfig; got {type(config).__name__}")
-        # make_train is the one place that turns a config into env, network and search, so the
-        # agent searches exactly as training did; building it compiles nothing.
-        self._init(config, params, make_train(config, devices=[device or jax.local_devices()[0]]))
+        # build is the one place that turns a config into env, network and search, so the agent
+        # searches exactly as training did; it compiles nothing.
+        if device is not None:
+            params = jax.device_put(params, device)
+        self._init(config, params, build(config))
 
-    def _init(self, config: TrainConfig, params: Params, trainer: Trainer) -> None:
+    def _init(self, config: TrainConfig, params: Params, components: Components) -> None:
         self.config: TrainConfig = config
-        self.env: Env = trainer.env
-        self.network: MuZeroNetwork = trainer.network
-        self.search_config: SearchConfig = trainer.search_config
+        self.env: Env = components.env
+        self.network: MuZeroNetwork = components.network
+        self.search_config: SearchConfig = components.search_config
         self.params: Params = params
         self.checkpoint_step: int | None = None
         self.updates: int | None = None
@@ -184,9 +128,11 @@ class Agent:
         try:
             if not checkpointer.steps():
                 raise no_checkpoint
-            trainer = make_train(config, devices=[device or jax.local_devices()[0]])
+            components = build(config)
+            mesh = jax.sharding.Mesh(np.asarray([device or jax.local_devices()[0]]), (AXIS,))
+            _, target = abstract_run_state(components, mesh)
             # Read-only: failed checkpoints are reported and skipped, never moved aside.
-            step, state, meta = checkpointer.restore_latest(trainer.abstract_state)
+            step, state, meta = checkpointer.restore_latest(target)
         finally:
             checkpointer.close()
         params = state.train.params
@@ -194,13 +140,13 @@ class Agent:
             params = jax.tree.map(lambda x: x[seed_index], params)
             config = config.replace(seed=config.seed + seed_index, num_seeds=1)
         agent = cls.__new__(cls)
-        agent._init(config, params, trainer)
+        agent._init(config, params, components)
         agent.checkpoint_step = int(step)
         # Counters are the same for every seed of a multi-seed run.
         first = lambda x: int(np.asarray(x).reshape(-1)[0])
         agent.updates = int(meta.get("updates", first(state.train.step)))
         agent.env_steps = int(
-            meta.get("env_steps", first(state.iteration) * trainer.env_steps_per_iteration)
+            meta.get("env_steps", first(state.iteration) * config.env_steps_per_iteration)
         )
         return agent
 

@@ -19,9 +19,7 @@ the run was started with (in its ``meta``). The guarantees, and how each is kept
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import json
 import math
 import shutil
 import sys
@@ -33,9 +31,10 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-CHECKPOINT_DIR = "checkpoints"
-CORRUPTED_DIR = "corrupted_checkpoints"
-CONFIG_FILE = "config.json"
+from mz_jax.workdir import CHECKPOINT_DIR, CORRUPTED_DIR
+
+# A checkpoint's meta holds the run's configuration in this form; run.py builds that meta.
+
 _TMP_MARKER = ".orbax-checkpoint-tmp"
 
 
@@ -124,30 +123,6 @@ def nonfinite_leaves(state: Any) -> list[str]:
         if array is not None and not np.all(np.isfinite(array)):
             found.append(jax.tree_util.keystr(path))
     return found
-
-
-def config_to_dict(config: Any) -> dict:
-    """A configuration dataclass as plain JSON values (tuples become lists)."""
-    return json.loads(json.dumps(dataclasses.asdict(config)))
-
-
-def config_differences(saved: dict, current: dict, prefix: str = "") -> list[str]:
-    """``field: saved -> current`` for every field that differs (nested fields dotted)."""
-    differences = []
-    for name in sorted(set(saved) | set(current)):
-        old, new = saved.get(name), current.get(name)
-        if isinstance(old, dict) and isinstance(new, dict):
-            differences += config_differences(old, new, prefix=f"{prefix}{name}.")
-        elif old != new:
-            differences.append(f"{prefix}{name}: {old!r} -> {new!r}")
-    return differences
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Writes ``text`` to ``path`` so that a reader (or a later run) never sees half of it."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 class Checkpointer:

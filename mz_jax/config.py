@@ -7,47 +7,11 @@ The CLI (:mod:`mz_jax.cli`) is generated from these classes by tyro, so every fi
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Literal
 
-from mz_jax.search import SearchConfig
-
-
-def _fail(name: str, value, allowed: str) -> None:
-    raise ValueError(f"config field {name!r} = {value!r} is invalid: allowed {allowed}")
-
-
-def _check_int(name: str, value, minimum: int, maximum: int | None = None) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < minimum
-        or (maximum is not None and value > maximum)
-    ):
-        _fail(
-            name,
-            value,
-            f"an integer >= {minimum}"
-            if maximum is None
-            else f"an integer in [{minimum}, {maximum}]",
-        )
-
-
-def _check_bool(name: str, value) -> None:
-    if not isinstance(value, bool):
-        _fail(name, value, "True or False")
-
-
-def _check_float(name, value, low, high, *, low_open=False, high_open=False) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value > low if low_open else value >= low)
-    ok = ok and (value < high if high_open else value <= high)
-    if not ok:
-        _fail(
-            name,
-            value,
-            f"a number in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}",
-        )
+from mz_jax import validation
+from mz_jax.mcts import SearchConfig
+from mz_jax.validation import fail
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,25 +36,7 @@ class NetworkConfig:
     """S of the reward support [-S, S]."""
 
     def __post_init__(self) -> None:
-        if self.kind not in ("auto", "mlp", "resnet"):
-            _fail("network.kind", self.kind, "'auto', 'mlp' or 'resnet'")
-        if (
-            not isinstance(self.hidden_sizes, tuple | list)
-            or not self.hidden_sizes
-            or any(
-                isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in self.hidden_sizes
-            )
-        ):
-            _fail("network.hidden_sizes", self.hidden_sizes, "a non-empty tuple of integers >= 1")
-        for name in (
-            "latent_size",
-            "channels",
-            "num_blocks",
-            "value_support_size",
-            "reward_support_size",
-        ):
-            _check_int(f"network.{name}", getattr(self, name), 1)
-        _check_bool("network.downsample", self.downsample)
+        validation.check_fields(self, prefix="network.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +60,10 @@ class TrainConfig:
     """Self-play environments, all devices together (must divide by the number of devices)."""
     rollout_length: int = 4
     """Environment steps each environment takes per iteration."""
+    iterations_per_call: int = 1
+    """Iterations one call of the compiled step runs (a `lax.scan` inside the jit), so the host
+    fetches metrics once per call. The results are those of single iterations; evaluations and
+    checkpoints happen between calls."""
     updates_per_iteration: int = 4
     """Learner updates per iteration: with rollout_length and num_envs it sets the replay ratio."""
     batch_size: int = 128
@@ -165,8 +115,8 @@ class TrainConfig:
     """Stop with an error after this many updates in a row with a non-finite loss or gradient."""
 
     search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
-    """Search settings (policy, simulations, pUCT/Gumbel constants); discount and two_player are set
-    from the environment and `discount`."""
+    """Search settings (policy, simulations, pUCT/Gumbel constants). Its discount and two_player are
+    derived (from `discount` and the environment) and may be left None."""
     temperature_schedule: tuple[tuple[float, float], ...] = ((0.5, 1.0), (0.75, 0.5), (1.0, 0.25))
     """(fraction of training, temperature) pairs: the muzero policy samples visits with temperature
     T until that fraction of total_env_steps."""
@@ -194,93 +144,55 @@ class TrainConfig:
     no others."""
 
     def __post_init__(self) -> None:
-        # Every field is checked here, before anything is built or compiled; one error names the
-        # field, its value and what is allowed. The environment's name is checked against the
-        # registry by make_train (building the list imports every backend).
+        # Every field is checked here, before anything is built or compiled, by its rule in
+        # mz_jax.validation; one error names the field, its value and what is allowed. The
+        # environment's name is checked against the registry by mz_jax.build (listing the
+        # registry imports every backend).
         if not isinstance(self.search, SearchConfig):
-            _fail("search", self.search, "a mz_jax.search.SearchConfig")
+            fail("search", self.search, "a mz_jax.SearchConfig")
         if not isinstance(self.network, NetworkConfig):
-            _fail("network", self.network, "a mz_jax.config.NetworkConfig")
+            fail("network", self.network, "a mz_jax.NetworkConfig")
         if not isinstance(self.env, str) or ":" not in self.env:
-            _fail("env", self.env, "'gymnax:<id>' or 'pgx:<id>' (run `mz-jax envs` for the list)")
-        if self.max_episode_steps is not None:
-            _check_int("max_episode_steps", self.max_episode_steps, 1)
-        # jax.random.key keeps 32 bits, and init takes the seed as a traced int32.
-        _check_int("seed", self.seed, 0, 2**31 - 1)
-        _check_int("num_seeds", self.num_seeds, 1, 2**31 - self.seed)
-        if self.total_env_steps is not None:
-            _check_int("total_env_steps", self.total_env_steps, 1)
-        for name in (
-            "num_envs",
-            "rollout_length",
-            "batch_size",
-            "num_unroll_steps",
-            "td_steps",
-            "replay_capacity",
-            "eval_episodes",
-            "eval_max_steps",
-            "max_consecutive_nonfinite",
-            "target_update_every",
-        ):
-            _check_int(name, getattr(self, name), 1)
-        for name in (
-            "updates_per_iteration",
-            "min_replay_steps",
-            "warmup_updates",
-            "eval_every_env_steps",
-        ):
-            _check_int(name, getattr(self, name), 0)
-        if self.lr_decay_updates is not None:
-            _check_int("lr_decay_updates", self.lr_decay_updates, 1)
-        _check_float("discount", self.discount, 0.0, 1.0, low_open=True)
-        _check_float("priority_alpha", self.priority_alpha, 0.0, 10.0)
-        if not isinstance(self.priority_beta, tuple | list) or len(self.priority_beta) != 2:
-            _fail("priority_beta", self.priority_beta, "a pair (start, end) of numbers in [0, 1]")
-        for beta in self.priority_beta:
-            _check_float("priority_beta", beta, 0.0, 1.0)
-        if self.optimizer not in ("adam", "sgd"):
-            _fail("optimizer", self.optimizer, "'adam' or 'sgd'")
-        _check_float("learning_rate", self.learning_rate, 0.0, 10.0, low_open=True)
-        _check_float("momentum", self.momentum, 0.0, 1.0, high_open=True)
-        _check_float(
-            "max_grad_norm", self.max_grad_norm, 0.0, math.inf, low_open=True, high_open=True
-        )
-        _check_float("weight_decay", self.weight_decay, 0.0, 1.0)
-        _check_float("value_loss_weight", self.value_loss_weight, 0.0, 100.0)
-        _check_float("hidden_grad_scale", self.hidden_grad_scale, 0.0, 1.0)
-        _check_bool("reanalyse_values", self.reanalyse_values)
-        _check_float("random_action_probability", self.random_action_probability, 0.0, 1.0)
-        _check_float("log_every_seconds", self.log_every_seconds, 0.0, math.inf, high_open=True)
-        _check_float(
-            "checkpoint_every_seconds", self.checkpoint_every_seconds, 0.0, math.inf, high_open=True
-        )
-        _check_int("keep_checkpoints", self.keep_checkpoints, 1)
-        if self.keep_checkpoint_every is not None:
-            _check_int("keep_checkpoint_every", self.keep_checkpoint_every, 1)
+            fail("env", self.env, "'gymnax:<id>' or 'pgx:<id>' (run `mz-jax envs` for the list)")
+        # init traces seed + i as an int32 for each of the num_seeds runs.
+        validation.check("seed", self.seed)
+        seeds = validation.integer(1, 2**31 - self.seed)
+        if not seeds.accepts(self.num_seeds):
+            fail("num_seeds", self.num_seeds, seeds.allowed)
+        validation.check_fields(self)
+        if self.search.discount is not None and self.search.discount != self.discount:
+            fail(
+                "search.discount",
+                self.search.discount,
+                f"None or the training discount ({self.discount}): training searches with "
+                "'discount'; set that instead",
+            )
         schedule = self.temperature_schedule
         if (
             not isinstance(schedule, tuple | list)
             or not schedule
             or any(not isinstance(p, tuple | list) or len(p) != 2 for p in schedule)
         ):
-            _fail(
+            fail(
                 "temperature_schedule",
                 schedule,
                 "a non-empty tuple of (fraction, temperature) pairs",
             )
-        fractions = [p[0] for p in schedule]
-        for fraction in fractions:
-            _check_float("temperature_schedule", fraction, 0.0, math.inf, high_open=True)
+        fraction, temperature = validation.number(0), validation.number(0, 100, low_open=True)
+        if not all(fraction.accepts(f) and temperature.accepts(t) for f, t in schedule):
+            fail(
+                "temperature_schedule",
+                schedule,
+                f"fractions each {fraction.allowed} and temperatures each {temperature.allowed}",
+            )
+        fractions = [f for f, _ in schedule]
         if fractions != sorted(fractions) or fractions[-1] < 1.0:
-            _fail("temperature_schedule", schedule, "fractions increasing and the last one >= 1.0")
-        for _, temperature in schedule:
-            _check_float("temperature_schedule", temperature, 0.0, 100.0, low_open=True)
+            fail("temperature_schedule", schedule, "fractions increasing and the last one >= 1.0")
         # The replay keeps replay_capacity // num_envs time slots per environment stream; a stream
         # must hold one training sequence and one rollout.
-        window = self.num_unroll_steps + self.td_steps + 1
-        slots_needed = max(window, self.rollout_length)
+        slots_needed = max(self.window_length, self.rollout_length)
         if self.replay_capacity < self.num_envs * slots_needed:
-            _fail(
+            fail(
                 "replay_capacity",
                 self.replay_capacity,
                 f"at least num_envs * max(num_unroll_steps + td_steps + 1, rollout_length) = "
@@ -289,20 +201,29 @@ class TrainConfig:
             )
         slots = self.replay_capacity // self.num_envs
         if self.min_replay_steps > slots:
-            _fail(
+            fail(
                 "min_replay_steps",
                 self.min_replay_steps,
                 f"at most replay_capacity // num_envs = {slots} (the steps one environment stream "
                 "holds; more would never be reached)",
             )
 
+    @property
+    def window_length(self) -> int:
+        """Steps of one replayed sequence: K + 1 unrolled steps and td_steps to bootstrap from."""
+        return self.num_unroll_steps + self.td_steps + 1
+
+    @property
+    def env_steps_per_iteration(self) -> int:
+        """Environment steps of one iteration, all environments together."""
+        return self.num_envs * self.rollout_length
+
     def check_devices(self, num_devices: int) -> None:
         """Raises if the batch or the environments cannot be split evenly over ``num_devices``."""
-        _check_int("number of devices", num_devices, 1)
         for name in ("num_envs", "batch_size"):
             value = getattr(self, name)
             if value % num_devices:
-                _fail(name, value, f"a multiple of the number of devices ({num_devices})")
+                fail(name, value, f"a multiple of the number of devices ({num_devices})")
 
     def replace(self, **changes) -> TrainConfig:
         """A copy with ``changes`` (validated again)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -39,17 +39,9 @@ class TrainState(NamedTuple):
     step: Array
 
 
-class UpdateMetrics(NamedTuple):
-    """Scalars of one update, averaged over devices."""
-
-    loss: Array
-    value_loss: Array
-    reward_loss: Array
-    policy_loss: Array
-    weight_decay_loss: Array
-    grad_norm: Array
-    learning_rate: Array
-    finite: Array
+UpdateMetrics = dict[str, Any]
+"""The scalars of one update, averaged over devices, as a nested record (:mod:`mz_jax.metrics`):
+``{'loss': LossAux.losses, 'optim': {'grad_norm', 'learning_rate', 'finite'}}``."""
 
 
 def make_schedule(
@@ -69,10 +61,8 @@ def make_schedule(
 def make_optimizer(
     *,
     optimizer: str = "adam",
-    learning_rate: float = 3e-3,
+    learning_rate: float | optax.Schedule = 3e-3,
     momentum: float = 0.9,
-    warmup_updates: int = 0,
-    decay_updates: int | None = None,
     max_grad_norm: float = 5.0,
 ) -> optax.GradientTransformation:
     """Global-norm clipping, then Adam or SGD with momentum, skipping non-finite updates.
@@ -80,14 +70,18 @@ def make_optimizer(
     ``optax.apply_if_finite`` leaves parameters and optimiser state untouched when a gradient is not
     finite and counts it (``notfinite_count``, consecutive; ``total_notfinite``); the host loop stops
     a run after too many in a row, so the wrapper itself never gives up.
+
+    Args:
+      optimizer: ``'adam'`` or ``'sgd'``.
+      learning_rate: a constant, or a schedule of the updates applied so far (e.g.
+        :func:`make_schedule`); skipped updates do not advance it.
+      momentum: momentum of ``'sgd'``.
+      max_grad_norm: the global-norm clipping threshold.
     """
-    schedule = make_schedule(
-        learning_rate=learning_rate, warmup_updates=warmup_updates, decay_updates=decay_updates
-    )
     if optimizer == "adam":
-        base = optax.adam(schedule)
+        base = optax.adam(learning_rate)
     elif optimizer == "sgd":
-        base = optax.sgd(schedule, momentum=momentum)
+        base = optax.sgd(learning_rate, momentum=momentum)
     else:
         raise ValueError(f"optimizer must be 'adam' or 'sgd'; got {optimizer!r}")
     chain = optax.chain(optax.clip_by_global_norm(max_grad_norm), base)
@@ -105,6 +99,21 @@ def nonfinite_counts(opt_state: optax.OptState) -> tuple[Array, Array]:
     return opt_state.notfinite_count, opt_state.total_notfinite
 
 
+def applied_updates(opt_state: optax.OptState) -> Array:
+    """Updates the optimiser has applied, the count its learning-rate schedule reads (updates
+    skipped for a non-finite gradient are not counted, unlike ``TrainState.step``)."""
+    counts = [
+        s.count
+        for s in jax.tree.leaves(
+            opt_state, is_leaf=lambda x: isinstance(x, optax.ScaleByScheduleState)
+        )
+        if isinstance(s, optax.ScaleByScheduleState)
+    ]
+    if not counts:  # a constant learning rate keeps no count: it is the same at every update
+        return jnp.zeros((), jnp.int32)
+    return counts[0]
+
+
 def update(
     state: TrainState,
     batch: Batch,
@@ -119,22 +128,21 @@ def update(
     With ``axis_name``, gradients and metrics are averaged over that mapped axis, so every device
     applies the same update to its copy of the parameters; with None it runs on a single device.
     """
-    (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
+    (_, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
     if axis_name is not None:
         grads = jax.lax.pmean(grads, axis_name)
+    learning_rate = schedule(applied_updates(state.opt_state))  # the rate this update applies
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     grad_norm = optax.tree.norm(grads)
-    metrics = UpdateMetrics(
-        loss=loss,
-        value_loss=aux.value_loss,
-        reward_loss=aux.reward_loss,
-        policy_loss=aux.policy_loss,
-        weight_decay_loss=aux.weight_decay_loss,
-        grad_norm=grad_norm,
-        learning_rate=jnp.asarray(schedule(state.step), jnp.float32),
-        finite=jnp.isfinite(grad_norm).astype(jnp.float32),
-    )
+    metrics = {
+        "loss": aux.losses,
+        "optim": {
+            "grad_norm": grad_norm,
+            "learning_rate": jnp.asarray(learning_rate, jnp.float32),
+            "finite": jnp.isfinite(grad_norm).astype(jnp.float32),
+        },
+    }
     if axis_name is not None:
         metrics = jax.lax.pmean(metrics, axis_name)
     return TrainState(params, opt_state, state.step + 1), aux, metrics

@@ -1,7 +1,8 @@
-"""Metrics to the console, to ``metrics.jsonl`` and to TensorBoard; a learning-curve PNG at the end.
+"""Metrics to the console, to ``metrics.jsonl`` and to TensorBoard.
 
 Jitted code returns metrics as pytrees; only this host-side module writes them. In a multi-process run
-only process 0 writes.
+only process 0 writes. Reading them back is :func:`mz_jax.workdir.read_metrics`; the learning-curve
+PNG is :func:`mz_jax.plots.plot_learning_curve`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
+
+from mz_jax.workdir import METRICS_FILE, TENSORBOARD_DIR
 
 
 def _plain(value: Any) -> Any:
@@ -36,11 +39,11 @@ class MetricsLogger:
         if not enabled:
             return
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.workdir / "metrics.jsonl", "a", buffering=1)
+        self._file = open(self.workdir / METRICS_FILE, "a", buffering=1)
         if tensorboard:
             from tensorboardX import SummaryWriter
 
-            self._tb = SummaryWriter(str(self.workdir / "tensorboard"))
+            self._tb = SummaryWriter(str(self.workdir / TENSORBOARD_DIR))
 
     def write(self, *, step: int, env_steps: int, wall_s: float, **metrics: Any) -> None:
         if not self.enabled:
@@ -80,62 +83,3 @@ class Progress:
         parts = [f"[{wall_s:7.1f}s] env steps {done}", f"updates {updates:,}"]
         parts += [f"{name} {value:.3g}" for name, value in values.items() if value is not None]
         print(" | ".join(parts), file=self.stream or sys.stdout, flush=True)
-
-
-def read_metrics(workdir: str | Path) -> list[dict]:
-    """The records of ``workdir/metrics.jsonl``."""
-    path = Path(workdir) / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def plot_learning_curve(workdir: str | Path, *, title: str = "") -> Path | None:
-    """Saves ``learning_curve.png``: training and evaluation returns against environment steps (one
-    pair of lines per seed in a multi-seed run)."""
-    by_seed: dict[Any, dict[str, list]] = {}
-    for r in read_metrics(workdir):
-        curves = by_seed.setdefault(r.get("seed"), {"train": [], "eval": []})
-        if _finite(r.get("episode_return")):
-            curves["train"].append((r["env_steps"], r["episode_return"]))
-        if _finite(r.get("eval/episode_return")):
-            curves["eval"].append((r["env_steps"], r["eval/episode_return"]))
-    if not any(c["train"] or c["eval"] for c in by_seed.values()):
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
-    for index, (seed, curves) in enumerate(sorted(by_seed.items(), key=lambda kv: str(kv[0]))):
-        of_seed = "" if seed is None else f" (seed {seed})"
-        color = f"C{index % 10}"
-        if curves["train"]:
-            ax.plot(
-                *zip(*curves["train"], strict=True),
-                color=color,
-                alpha=0.35,
-                label=f"training episodes{of_seed}",
-            )
-        if curves["eval"]:
-            ax.plot(
-                *zip(*curves["eval"], strict=True),
-                "o-",
-                color=color,
-                label=f"greedy evaluation{of_seed}",
-            )
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("episode return")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
-    path = Path(workdir) / "learning_curve.png"
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and math.isfinite(value)

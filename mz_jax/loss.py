@@ -24,20 +24,19 @@ from mz_jax.types import Array, Batch, ModelOutput, MuZeroNetwork, Params
 class LossAux(NamedTuple):
     """Per-term losses (batch means, before the 1/K gradient scaling) and per-example priorities.
 
-    ``loss = value_loss_weight * value_loss + reward_loss + policy_loss + weight_decay_loss``.
-
     Attributes:
-      value_loss: scalar, ``mean_b(weight_b * sum_k mask_bk * CE(value_k))``.
-      reward_loss: scalar, the same for the reward heads of steps 1..K.
-      policy_loss: scalar, the same for the policy heads.
-      weight_decay_loss: scalar, ``weight_decay * sum_theta ||theta||^2 / 2``.
+      losses: scalars by term; training logs each as ``loss/<term>`` (:mod:`mz_jax.metrics`), so a
+        term added here needs no other change to be logged:
+
+        * ``value``: ``mean_b(weight_b * sum_k mask_bk * CE(value_k))``;
+        * ``reward``: the same for the reward heads of steps 1..K;
+        * ``policy``: the same for the policy heads;
+        * ``weight_decay``: ``weight_decay * sum_theta ||theta||^2 / 2``;
+        * ``total``: the loss, ``value_loss_weight * value + reward + policy + weight_decay``.
       priority: ``[B]``, ``|h^-1(value_0) - target_value_0|`` (the new replay priorities).
     """
 
-    value_loss: Array
-    reward_loss: Array
-    policy_loss: Array
-    weight_decay_loss: Array
+    losses: dict[str, Array]
     priority: Array
 
 
@@ -118,7 +117,9 @@ def loss_from_predictions(
     *,
     value_loss_weight: float = 1.0,
 ) -> tuple[Array, LossAux]:
-    """The loss terms of :func:`make_loss_fn` (without weight decay) from ``[B, K+1, ...]`` predictions."""
+    """The loss terms of :func:`make_loss_fn` (without weight decay) from ``[B, K+1, ...]`` predictions.
+
+    ``aux.losses`` has ``total``, ``value``, ``reward`` and ``policy``."""
     num_unroll_steps = batch.actions.shape[1]
     value_support = transforms.support_size_from_bins(predictions.value_logits.shape[-1])
     reward_support = transforms.support_size_from_bins(predictions.reward_logits.shape[-1])
@@ -145,14 +146,17 @@ def loss_from_predictions(
         return jnp.mean(weight * jnp.sum(mask * per_step, axis=1))
 
     value_0 = transforms.logits_to_scalar(predictions.value_logits[:, 0])
+    loss = weighted_mean(step_loss)
     aux = LossAux(
-        value_loss=weighted_mean(value_ce),
-        reward_loss=weighted_mean(reward_ce),
-        policy_loss=weighted_mean(policy_ce),
-        weight_decay_loss=jnp.zeros((), jnp.float32),
+        losses={
+            "total": loss,
+            "value": weighted_mean(value_ce),
+            "reward": weighted_mean(reward_ce),
+            "policy": weighted_mean(policy_ce),
+        },
         priority=jax.lax.stop_gradient(jnp.abs(value_0 - batch.target_value[:, 0])),
     )
-    return weighted_mean(step_loss), aux
+    return loss, aux
 
 
 def make_loss_fn(
@@ -206,6 +210,8 @@ def make_loss_fn(
         loss, aux = loss_from_predictions(predictions, batch, value_loss_weight=value_loss_weight)
         l2 = sum(jnp.sum(jnp.square(p.astype(jnp.float32))) for p in jax.tree.leaves(params))
         weight_decay_loss = weight_decay * 0.5 * l2
-        return loss + weight_decay_loss, aux._replace(weight_decay_loss=weight_decay_loss)
+        total = loss + weight_decay_loss
+        losses = {**aux.losses, "weight_decay": weight_decay_loss, "total": total}
+        return total, aux._replace(losses=losses)
 
     return loss_fn

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec as P
 
 from mz_jax.types import Array, Trajectory
 
@@ -347,3 +348,16 @@ def bytes_per_transition(example: Trajectory) -> int:
         math.prod(np.shape(x)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(example)
     )
     return int(data_bytes) + _PRIORITY_BYTES
+
+
+def partition_specs(state: ReplayState, axis_name: str) -> ReplayState:
+    """How a replay state is laid out over the mesh axis ``axis_name``: the data and priorities
+    split along the environment axis (each device keeps its own environments' streams), the
+    counters replicated."""
+    return ReplayState(
+        data=jax.tree.map(lambda _: P(None, axis_name), state.data),
+        priority=P(None, axis_name),
+        write_index=P(),
+        num_written=P(),
+        max_priority=P(),
+    )

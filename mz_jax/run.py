@@ -8,9 +8,7 @@ carries on from the newest good checkpoint.
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -21,91 +19,31 @@ import jax.numpy as jnp
 import numpy as np
 
 from mz_jax import checkpoint as checkpoint_lib
+from mz_jax import metrics as metrics_lib
 from mz_jax.config import TrainConfig
-from mz_jax.logger import MetricsLogger, Progress, plot_learning_curve
+from mz_jax.logger import MetricsLogger, Progress
 from mz_jax.networks import count_params
+from mz_jax.plots import plot_learning_curve
 from mz_jax.train import make_train
-
-METRICS_FILE = "metrics.jsonl"
+from mz_jax.workdir import check_config, check_workdir, config_to_dict, forget_metrics_after
 
 
 class NonFiniteError(RuntimeError):
     """Training produced non-finite values for too long, or the environment did."""
 
 
-def check_workdir(workdir: Path, *, required_bytes: int = 0) -> None:
-    """Fails early, with the path in the message, if ``workdir`` cannot be written or has less than
-    ``required_bytes`` free (room for one checkpoint)."""
-    try:
-        workdir.mkdir(parents=True, exist_ok=True)
-        # One probe per process: processes of a multi-host run share the workdir.
-        probe = workdir / f".write-test-{jax.process_index()}"
-        probe.write_bytes(b"\0" * 4096)
-        probe.unlink(missing_ok=True)
-    except OSError as error:
-        raise OSError(f"workdir {str(workdir)!r} is not writable: {error}") from error
-    free = shutil.disk_usage(workdir).free
-    if free < required_bytes:
-        raise OSError(
-            f"workdir {str(workdir)!r} has {free / 2**20:.1f} MiB free; a checkpoint of this run "
-            f"needs up to {required_bytes / 2**20:.1f} MiB (free some space, use another --workdir, "
-            "or shrink replay_capacity)"
-        )
-
-
-def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: bool) -> None:
-    """Writes ``config.json``, or compares it with the one a previous run of this workdir saved.
-
-    Raises:
-      ValueError: listing every differing field (``name: saved -> now``) if the saved configuration
-        differs and ``allow_config_change`` is False; nothing is written then.
-    """
-    path = workdir / checkpoint_lib.CONFIG_FILE
-    current = checkpoint_lib.config_to_dict(config)
-    if path.exists():
-        try:
-            saved = json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            raise ValueError(
-                f"{path} cannot be read ({error}); restore it, or remove it to resume with this "
-                "configuration"
-            ) from error
-        differences = checkpoint_lib.config_differences(saved, current)
-        if differences and not allow_config_change:
-            raise ValueError(
-                f"{path} was saved by a run with a different configuration; refusing to resume it "
-                "with this one (pass --allow-config-change to resume anyway, or use another "
-                "--workdir). Differences (saved -> now):\n  " + "\n  ".join(differences)
-            )
-    if jax.process_index() == 0:
-        checkpoint_lib.write_atomically(path, json.dumps(current, indent=2) + "\n")
-
-
-def forget_metrics_after(workdir: Path, env_steps: int) -> None:
-    """Drops the records of ``metrics.jsonl`` past ``env_steps``: a resumed run is about to redo those
-    iterations (and write them again). Also drops a line torn by a kill in mid-write."""
-    path = workdir / METRICS_FILE
-    if not path.exists() or jax.process_index() != 0:
-        return
-    kept = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("env_steps", 0) <= env_steps:
-            kept.append(line + "\n")
-    checkpoint_lib.write_atomically(path, "".join(kept))
+_WINDOW_SUMS = frozenset({"actor/episodes", "actor/episode_return_sum", "actor/episode_length_sum"})
+"""Per-iteration sums the host turns into the means over its log window (``train/...``)."""
 
 
 def _nonfinite_message(step: int, metrics: dict) -> str:
     terms = [
         name
-        for name in ("loss", "value_loss", "reward_loss", "policy_loss", "grad_norm")
-        if not math.isfinite(metrics[name])
+        for name, value in metrics.items()
+        if (name.startswith("loss/") or name == "optim/grad_norm") and not math.isfinite(value)
     ]
     return (
-        f"{int(metrics['nonfinite_updates_in_a_row'])} updates in a row had a non-finite loss or "
+        f"{int(metrics[metrics_lib.NONFINITE_IN_A_ROW])} updates in a row had a non-finite loss or "
         f"gradient (the last at update {step}; non-finite terms: "
         f"{', '.join(terms) or 'gradient only'}); these updates were skipped, and the last good "
         "parameters are in the newest checkpoint"
@@ -118,12 +56,13 @@ def _nonfinite_error(config: TrainConfig, metrics: dict, *, step: int, env_steps
     for i in range(config.num_seeds):
         of_seed = {name: value[i] for name, value in metrics.items()}
         which = f" (seed {config.seed + i})" if config.num_seeds > 1 else ""
-        if of_seed["nonfinite_env_steps"] > 0:
+        if of_seed[metrics_lib.NONFINITE_ENV_STEPS] > 0:
             return NonFiniteError(
                 f"the environment {config.env} returned a non-finite observation or reward "
-                f"({int(of_seed['nonfinite_env_steps'])} steps) before env step {env_steps}{which}"
+                f"({int(of_seed[metrics_lib.NONFINITE_ENV_STEPS])} steps) before env step "
+                f"{env_steps}{which}"
             )
-        if of_seed["nonfinite_updates_in_a_row"] >= config.max_consecutive_nonfinite:
+        if of_seed[metrics_lib.NONFINITE_IN_A_ROW] >= config.max_consecutive_nonfinite:
             return NonFiniteError(_nonfinite_message(step, of_seed) + which)
     return None
 
@@ -251,7 +190,7 @@ def run_training(
                 "env_steps": env_steps,
                 "wall_s": wall(),
                 "next_eval_env_steps": next_eval,
-                "config": checkpoint_lib.config_to_dict(config),
+                "config": config_to_dict(config),
             },
         )
 
@@ -264,15 +203,14 @@ def run_training(
         returns = np.asarray(result.episode_return, np.float64).reshape(num_seeds, -1)
         return [float(r) for r in returns.mean(axis=1)]
 
-    def write(records: list[dict]) -> None:
+    def write(records: list[dict], *, step: int) -> None:
         """One record per seed (with its ``seed`` when there are several)."""
         for seed, record in zip(seeds, records, strict=True):
             extra = {"seed": seed} if num_seeds > 1 else {}
-            logger.write(
-                step=_first(state.train.step), env_steps=env_steps, wall_s=wall(), **extra, **record
-            )
+            logger.write(step=step, env_steps=env_steps, wall_s=wall(), **extra, **record)
 
     iterations_this_call = 0
+    per_call = config.iterations_per_call
     try:
         while config.total_env_steps is None or env_steps < config.total_env_steps:
             if max_iterations is not None and iterations_this_call >= max_iterations:
@@ -281,59 +219,89 @@ def run_training(
                 print(f"signal {stop_signal[0]} received: saving and stopping", flush=True)
                 break
             state, metrics = trainer.step(state)  # donates the previous state's buffers
-            iteration += 1
-            iterations_this_call += 1
-            env_steps = iteration * per_iteration
+            # One host fetch per call: every metric as [iterations_per_call, num_seeds].
             metrics = {
-                k: np.asarray(v, np.float64).reshape(num_seeds)
-                for k, v in jax.device_get(metrics)._asdict().items()
+                name: np.asarray(value, np.float64).reshape(per_call, num_seeds)
+                for name, value in metrics_lib.flatten(jax.device_get(metrics)).items()
             }
-            last_metrics = {k: float(v.mean()) for k, v in metrics.items()}
-            failure = _nonfinite_error(
-                config, metrics, step=_first(state.train.step), env_steps=env_steps
-            )
-            window["episodes"] += metrics["episodes"]
-            window["return_sum"] += metrics["episode_return_sum"]
-            window["length_sum"] += metrics["episode_length_sum"]
-
-            eval_returns = None
-            if failure is None and config.eval_every_env_steps and env_steps >= next_eval:
-                eval_returns = last_eval_return = evaluate()
-                last_eval_env_steps = env_steps
-                next_eval += config.eval_every_env_steps * max(
-                    1, math.ceil((env_steps - next_eval + 1) / config.eval_every_env_steps)
+            updates_after_call = _first(state.train.step)
+            later_updates = np.cumsum(metrics[metrics_lib.UPDATES][::-1, 0])[::-1]
+            failure = None
+            for i in range(per_call):
+                iteration += 1
+                iterations_this_call += 1
+                env_steps = iteration * per_iteration
+                updates = (
+                    updates_after_call
+                    - int(later_updates[i])
+                    + int(metrics[metrics_lib.UPDATES][i, 0])
                 )
-            if progress.due() or eval_returns is not None or failure is not None:
-                records = []
-                for i in range(num_seeds):
-                    episodes = float(window["episodes"][i])
-                    record: dict[str, Any] = {}
-                    if eval_returns is not None:
-                        record["eval/episode_return"] = eval_returns[i]
-                    record.update(
-                        {k: float(v[i]) for k, v in metrics.items() if k != "episodes"},
-                        episode_return=window["return_sum"][i] / episodes if episodes else None,
-                        episode_length=window["length_sum"][i] / episodes if episodes else None,
-                        episodes=episodes,
+                of_iteration = {name: value[i] for name, value in metrics.items()}
+                last_metrics = {k: float(v.mean()) for k, v in of_iteration.items()}
+                failure = _nonfinite_error(config, of_iteration, step=updates, env_steps=env_steps)
+                window["episodes"] += of_iteration["actor/episodes"]
+                window["return_sum"] += of_iteration["actor/episode_return_sum"]
+                window["length_sum"] += of_iteration["actor/episode_length_sum"]
+                last_of_call = i == per_call - 1
+                eval_returns = None
+                if (
+                    last_of_call
+                    and failure is None
+                    and config.eval_every_env_steps
+                    and env_steps >= next_eval
+                ):
+                    eval_returns = last_eval_return = evaluate()
+                    last_eval_env_steps = env_steps
+                    next_eval += config.eval_every_env_steps * max(
+                        1, math.ceil((env_steps - next_eval + 1) / config.eval_every_env_steps)
                     )
-                    records.append(record)
-                write(records)
-                if is_main:
-                    episodes = float(window["episodes"].sum())
-                    progress.report(
-                        env_steps=env_steps,
-                        updates=_first(state.train.step),
-                        wall_s=wall(),
-                        loss=last_metrics["loss"] if last_metrics["updates"] else None,
-                        episode_return=window["return_sum"].sum() / episodes if episodes else None,
-                        eval_return=None if eval_returns is None else float(np.mean(eval_returns)),
-                    )
-                window = new_window()
+                if progress.due() or eval_returns is not None or failure is not None:
+                    records = []
+                    for seed_index in range(num_seeds):
+                        episodes = float(window["episodes"][seed_index])
+                        record: dict[str, Any] = {}
+                        if eval_returns is not None:
+                            record[metrics_lib.EVAL_RETURN] = eval_returns[seed_index]
+                        record.update(
+                            {
+                                name: float(value[seed_index])
+                                for name, value in of_iteration.items()
+                                if name not in _WINDOW_SUMS
+                            }
+                        )
+                        record[metrics_lib.TRAIN_EPISODES] = episodes
+                        record[metrics_lib.TRAIN_RETURN] = (
+                            window["return_sum"][seed_index] / episodes if episodes else None
+                        )
+                        record[metrics_lib.TRAIN_LENGTH] = (
+                            window["length_sum"][seed_index] / episodes if episodes else None
+                        )
+                        records.append(record)
+                    write(records, step=updates)
+                    if is_main:
+                        episodes = float(window["episodes"].sum())
+                        progress.report(
+                            env_steps=env_steps,
+                            updates=updates,
+                            wall_s=wall(),
+                            loss=last_metrics[metrics_lib.LOSS]
+                            if last_metrics[metrics_lib.UPDATES]
+                            else None,
+                            episode_return=window["return_sum"].sum() / episodes
+                            if episodes
+                            else None,
+                            eval_return=None
+                            if eval_returns is None
+                            else float(np.mean(eval_returns)),
+                        )
+                    window = new_window()
+                if failure is not None:
+                    break
             if failure is not None:
                 raise failure  # before any save: this state may hold non-finite data
             keep_every = config.keep_checkpoint_every
             if time.monotonic() - last_checkpoint >= config.checkpoint_every_seconds or (
-                keep_every and iteration % keep_every == 0
+                keep_every and iteration % keep_every < per_call
             ):
                 save()
                 last_checkpoint = time.monotonic()
@@ -344,7 +312,10 @@ def run_training(
         ):
             if last_eval_env_steps != env_steps:  # not already evaluated at this iteration
                 last_eval_return = evaluate()
-                write([{"eval/episode_return": r} for r in last_eval_return])
+                write(
+                    [{metrics_lib.EVAL_RETURN: r} for r in last_eval_return],
+                    step=_first(state.train.step),
+                )
             if is_main:
                 per_seed = (
                     f" (seeds {', '.join(f'{r:.3g}' for r in last_eval_return)})"

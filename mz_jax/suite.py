@@ -28,17 +28,26 @@ A suite file (TOML or JSON) lists environments, each with an optional preset and
 from __future__ import annotations
 
 import json
-import re
 import time
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from mz_jax import checkpoint as checkpoint_lib
+from mz_jax.checkpoint import CheckpointError
 from mz_jax.config import TrainConfig
-
-RESULTS_FILE = "results.json"
+from mz_jax.envs import make_env
+from mz_jax.presets import PresetError, load_preset
+from mz_jax.report import write_report
+from mz_jax.run import NonFiniteError, run_training
+from mz_jax.suite_results import evaluation_curves
+from mz_jax.workdir import (
+    RESULTS_FILE,
+    config_from_dict,
+    config_to_dict,
+    sanitise,
+    write_atomically,
+)
 
 
 class SuiteEntry(NamedTuple):
@@ -147,14 +156,11 @@ def entry_config(
       ValueError: an unknown field or invalid value (naming it), or a run without an end or without
         evaluations (a suite needs both).
     """
-    from mz_jax.agent import config_from_dict
-    from mz_jax.cli import CliError, load_preset
-
     try:
         base = load_preset(entry.preset) if entry.preset else TrainConfig()
-    except CliError as error:
+    except PresetError as error:
         raise ValueError(f"{entry.env}: {error}") from error
-    values = checkpoint_lib.config_to_dict(base)
+    values = config_to_dict(base)
     changes = dict(entry.overrides)
     decided_by_suite = sorted(set(changes) & _SET_BY_THE_SUITE)
     if decided_by_suite:
@@ -192,13 +198,11 @@ def entry_config(
 
 def env_workdir_name(env: str) -> str:
     """The directory of an environment inside the suite workdir (``:`` and ``/`` made ``_``)."""
-    return re.sub(r"[^\w.-]", "_", env)
+    return sanitise(env)
 
 
 def seed_results(env_workdir: Path, seeds: list[int]) -> list[dict]:
     """Final and best greedy-evaluation return of each seed, from the run's ``metrics.jsonl``."""
-    from mz_jax.report import evaluation_curves
-
     curves = evaluation_curves(env_workdir, default_seed=seeds[0])
     results = []
     for seed in seeds:
@@ -242,10 +246,6 @@ def run_suite(
       ValueError: an unknown suite or environment, an invalid field (before anything is trained), or
         a workdir holding another suite's results.
     """
-    from mz_jax.checkpoint import CheckpointError
-    from mz_jax.envs import make_env
-    from mz_jax.run import NonFiniteError, run_training
-
     workdir = Path(workdir)
     entries = load_suite(suite)
     configs = {  # every entry checked before the first is trained
@@ -278,7 +278,7 @@ def run_suite(
     workdir.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:
-        checkpoint_lib.write_atomically(path, json.dumps(results, indent=2) + "\n")
+        write_atomically(path, json.dumps(results, indent=2) + "\n")
 
     for index, entry in enumerate(entries, 1):
         config = configs[entry.env]
@@ -320,7 +320,5 @@ def run_suite(
             print("stopped by a signal: run the same command again to resume", flush=True)
             return results
     if report:
-        from mz_jax.report import write_report
-
         print(f"report: {write_report(workdir)}", flush=True)
     return results

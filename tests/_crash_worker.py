@@ -18,7 +18,7 @@ import signal
 import sys
 
 from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.search import SearchConfig
+from mz_jax.mcts import SearchConfig
 
 NUM_ENVS = 4
 ROLLOUT_LENGTH = 2

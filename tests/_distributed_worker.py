@@ -36,7 +36,7 @@ def main(port: int, process_id: int, output: str) -> None:
     import numpy as np
 
     from mz_jax.config import NetworkConfig, TrainConfig
-    from mz_jax.search import SearchConfig
+    from mz_jax.mcts import SearchConfig
     from mz_jax.train import make_train
 
     assert jax.process_count() == 2 and jax.process_index() == process_id
@@ -79,8 +79,8 @@ def main(port: int, process_id: int, output: str) -> None:
         state, metrics = trainer.step(state)
         # The host loop reads metrics like this: replicated values are readable on every process.
         metrics = jax.device_get(metrics)
-        updates += int(metrics.updates)
-        losses.append(float(metrics.loss))
+        updates += int(metrics["optim"]["updates"][0])
+        losses.append(float(metrics["loss"]["total"][0]))
     with open(output, "w") as f:
         json.dump(
             {

@@ -8,7 +8,7 @@ import pytest
 
 from mz_jax import actor, networks
 from mz_jax.envs import make_env
-from mz_jax.search import SearchConfig
+from mz_jax.mcts import SearchConfig
 
 TIME_LIMIT, NUM_ENVS, NUM_STEPS = 5, 3, 12
 
@@ -34,7 +34,13 @@ def setup():
         treedef,
         [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys, strict=True)],
     )
-    config = SearchConfig(policy="gumbel", num_simulations=2, max_num_considered_actions=2)
+    config = SearchConfig(
+        policy="gumbel",
+        num_simulations=2,
+        max_num_considered_actions=2,
+        discount=0.997,
+        two_player=False,
+    )
 
     @jax.jit
     def run(key):

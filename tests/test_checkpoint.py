@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from mz_jax import checkpoint as checkpoint_lib
+from mz_jax import workdir as workdir_lib
 from mz_jax.checkpoint import Checkpointer, CheckpointError
 
 
@@ -258,7 +259,7 @@ def test_digest_covers_every_leaf():
 def test_config_differences_lists_nested_fields():
     saved = {"discount": 0.997, "network": {"latent_size": 64, "kind": "mlp"}, "seed": 0}
     now = {"discount": 0.99, "network": {"latent_size": 32, "kind": "mlp"}, "seed": 0}
-    assert checkpoint_lib.config_differences(saved, now) == [
+    assert workdir_lib.config_differences(saved, now) == [
         "discount: 0.997 -> 0.99",
         "network.latent_size: 64 -> 32",
     ]
@@ -266,7 +267,7 @@ def test_config_differences_lists_nested_fields():
 
 def test_write_atomically_leaves_no_temporary_file(tmp_path):
     path = tmp_path / "config.json"
-    checkpoint_lib.write_atomically(path, json.dumps({"a": 1}))
-    checkpoint_lib.write_atomically(path, json.dumps({"a": 2}))
+    workdir_lib.write_atomically(path, json.dumps({"a": 1}))
+    workdir_lib.write_atomically(path, json.dumps({"a": 2}))
     assert json.loads(path.read_text()) == {"a": 2}
     assert [p.name for p in tmp_path.iterdir()] == ["config.json"]

@@ -1,16 +1,21 @@
 """The `mz-jax` command: one tiny Catch run trained and evaluated in-process, presets, errors."""
 
+import ast
 import contextlib
 import io
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
+import mz_jax
 from mz_jax import TrainConfig
-from mz_jax.cli import default_workdir, list_presets, load_preset, main
-from mz_jax.logger import read_metrics
+from mz_jax.cli import default_workdir, main
+from mz_jax.metrics import EVAL_RETURN, LOSS, UPDATES
+from mz_jax.presets import PresetError, list_presets, load_preset
+from mz_jax.workdir import read_metrics
 
 PRESETS = (
     "breakout_minatar",
@@ -79,11 +84,11 @@ def test_train_writes_config_metrics_checkpoint_and_curve(trained):
         assert {"step", "env_steps", "wall_s"} <= set(record)
         assert record["env_steps"] % ITERATION == 0 and 0 < record["env_steps"] <= TOTAL
     assert max(r["env_steps"] for r in records) == TOTAL
-    assert any("loss" in r and "value_loss" in r and r.get("updates", 0) > 0 for r in records)
-    evaluated = [r for r in records if "eval/episode_return" in r]
+    assert any(LOSS in r and "loss/value" in r and r.get(UPDATES, 0) > 0 for r in records)
+    evaluated = [r for r in records if EVAL_RETURN in r]
     assert {r["env_steps"] for r in evaluated} == {2 * ITERATION, TOTAL}
     for record in evaluated:  # Catch pays +1 or -1 per episode; 4 episodes averaged
-        assert record["eval/episode_return"] in {-1.0, -0.5, 0.0, 0.5, 1.0}
+        assert record[EVAL_RETURN] in {-1.0, -0.5, 0.0, 0.5, 1.0}
 
     steps = [p.name for p in (workdir / "checkpoints").iterdir() if p.name.isdigit()]
     assert steps, "no checkpoint"
@@ -207,14 +212,14 @@ def test_preset_from_a_file(tmp_path):
     )
     assert load_preset(str(path)) == TrainConfig(env="gymnax:Catch-bsuite", num_envs=4)
     (tmp_path / "empty.py").write_text("x = 1\n")
-    with pytest.raises(Exception, match=r"defines no function config\(\)"):
+    with pytest.raises(PresetError, match=r"defines no function config\(\)"):
         load_preset(str(tmp_path / "empty.py"))
     (tmp_path / "bad.py").write_text(
         "from mz_jax import TrainConfig\n\ndef config():\n    return TrainConfig(num_envs=0)\n"
     )
-    with pytest.raises(Exception, match="'num_envs' = 0"):
+    with pytest.raises(PresetError, match="'num_envs' = 0"):
         load_preset(str(tmp_path / "bad.py"))
-    with pytest.raises(Exception, match="no such file"):
+    with pytest.raises(PresetError, match="no such file"):
         load_preset(str(tmp_path / "absent.py"))
 
 
@@ -228,10 +233,11 @@ def test_envs_lists_supported_names(capsys):
 @pytest.mark.parametrize(
     "argv, expected",
     [
-        (["--help"], ["train", "eval", "envs", "cartpole"]),
+        (["--help"], ["train", "eval", "suite", "report", "envs", "cartpole"]),
         (["train", "--help"], ["--config", "--workdir", "--search.num-simulations", "--num-envs"]),
         (["train", "--config", "catch", "--help"], ["Catch-bsuite"]),
         (["eval", "--help"], ["--workdir", "--episodes", "--opponent"]),
+        (["report", "--help"], ["SUITE_WORKDIR", "--references", "--num-resamples", "--seed"]),
         (["envs", "--help"], ["environment names"]),
     ],
 )
@@ -250,3 +256,49 @@ def test_no_or_unknown_command_is_a_usage_error(capsys):
             main(argv)
         assert exit_info.value.code == 2
         assert "usage: mz-jax" in capsys.readouterr().err
+
+
+def _package_import_graph() -> dict[str, set[str]]:
+    """Module -> the ``mz_jax`` modules it imports, at the top or inside a function (dotted names
+    below the package: ``"cli"``, ``"envs.base"``; the package's own ``__init__`` left out)."""
+    package = Path(mz_jax.__file__).parent
+    names = {
+        ".".join(path.relative_to(package).with_suffix("").parts).removesuffix(".__init__")
+        for path in package.rglob("*.py")
+    } - {"__init__"}
+
+    def module(dotted: str) -> str | None:
+        inside = dotted.removeprefix("mz_jax").lstrip(".")
+        return inside if inside in names else None
+
+    graph = {}
+    for name in names:
+        path = package / (name.replace(".", "/") + ".py")
+        if not path.exists():
+            path = package / name.replace(".", "/") / "__init__.py"
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mz_jax"):
+                for alias in node.names:  # a submodule by name, else the module named
+                    imported.add(module(f"{node.module}.{alias.name}") or module(node.module))
+            elif isinstance(node, ast.Import):
+                imported |= {module(alias.name) for alias in node.names}
+        graph[name] = imported - {name, None}
+    return graph
+
+
+def test_package_imports_have_no_cycle_and_never_import_the_cli():
+    graph = _package_import_graph()
+    assert "suite" in graph and "envs.base" in graph  # the graph is the package's
+    assert not [name for name, imported in graph.items() if "cli" in imported]
+
+    def reachable(start):
+        seen, stack = set(), list(graph[start])
+        while stack:
+            name = stack.pop()
+            if name not in seen:
+                seen.add(name)
+                stack.extend(graph.get(name, ()))
+        return seen
+
+    assert not [name for name in graph if name in reachable(name)]

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.search import SearchConfig
+from mz_jax.mcts import SearchConfig
 
 
 def test_defaults_are_valid():
@@ -111,8 +111,8 @@ _INVALID = {
     "beta above one": (
         lambda: TrainConfig(priority_beta=(0.4, 1.5)),
         "priority_beta",
-        "1.5",
-        "[0.0, 1.0]",
+        "(0.4, 1.5)",
+        "a pair (a, b), each a number in [0.0, 1.0]",
     ),
     "beta not a pair": (lambda: TrainConfig(priority_beta=0.4), "priority_beta", "0.4", "a pair"),
     "alpha negative": (
@@ -154,14 +154,14 @@ _INVALID = {
     "temperature fraction nan": (
         lambda: TrainConfig(temperature_schedule=((math.nan, 1.0), (1.0, 0.5))),
         "temperature_schedule",
-        "nan",
-        "[0.0, inf)",
+        "((nan, 1.0), (1.0, 0.5))",
+        "fractions each a number in [0.0, inf)",
     ),
     "temperature zero": (
         lambda: TrainConfig(temperature_schedule=((1.0, 0.0),)),
         "temperature_schedule",
-        "0.0",
-        "(0.0, 100.0]",
+        "((1.0, 0.0),)",
+        "temperatures each a number in (0.0, 100.0]",
     ),
     "network kind": (lambda: NetworkConfig(kind="rnn"), "network.kind", "'rnn'", "'mlp'"),
     "hidden sizes empty": (

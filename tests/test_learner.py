@@ -20,8 +20,8 @@ from jax.sharding import PartitionSpec as P
 import mz_jax
 from mz_jax import learner
 from mz_jax.config import NetworkConfig, TrainConfig
+from mz_jax.mcts import SearchConfig
 from mz_jax.networks import make_mlp_network
-from mz_jax.search import SearchConfig
 from mz_jax.train import make_train
 from mz_jax.types import Batch
 
@@ -153,11 +153,15 @@ def test_four_devices_match_a_one_device_reference(data_parallel_run):
     state = run["state"]
     _leaves_close(state.params, expected, rtol=1e-4, atol=2e-6)
     assert int(state.step) == NUM_UPDATES
-    np.testing.assert_allclose([float(m.loss) for m in run["metrics"]], losses, rtol=1e-5)
-    np.testing.assert_allclose([float(m.grad_norm) for m in run["metrics"]], grad_norms, rtol=1e-4)
+    np.testing.assert_allclose(
+        [float(m["loss"]["total"]) for m in run["metrics"]], losses, rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        [float(m["optim"]["grad_norm"]) for m in run["metrics"]], grad_norms, rtol=1e-4
+    )
     for m in run["metrics"]:
-        assert float(m.finite) == 1.0
-        np.testing.assert_allclose(float(m.learning_rate), LEARNING_RATE, rtol=1e-6)
+        assert float(m["optim"]["finite"]) == 1.0
+        np.testing.assert_allclose(float(m["optim"]["learning_rate"]), LEARNING_RATE, rtol=1e-6)
     # Replicated outputs: every device holds the same parameters.
     for leaf in jax.tree.leaves(state.params):
         shards = [np.asarray(s.data) for s in leaf.addressable_shards]
@@ -179,7 +183,7 @@ def test_pmap_update_matches_shard_map_update(data_parallel_run):
             lambda x: x.reshape(NUM_DEVICES, x.shape[0] // NUM_DEVICES, *x.shape[1:]), batch
         )
         state, metrics = update_fn(state, per_device)
-        assert metrics.loss.shape == (NUM_DEVICES,)
+        assert metrics["loss"]["total"].shape == (NUM_DEVICES,)
         _leaves_close(
             metrics,
             jax.tree.map(lambda x: np.broadcast_to(x, (NUM_DEVICES,)), sharded_metrics),
@@ -210,8 +214,8 @@ def test_nonfinite_batch_skips_the_update_and_is_counted(data_parallel_run):
     expected_counts = [(1, 1), (2, 2)]
     for consecutive, total in expected_counts:
         state, metrics = update_fn(state, put(bad))
-        assert float(metrics.finite) == 0.0
-        assert not np.isfinite(float(metrics.grad_norm))
+        assert float(metrics["optim"]["finite"]) == 0.0
+        assert not np.isfinite(float(metrics["optim"]["grad_norm"]))
         for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(before), strict=True):
             np.testing.assert_array_equal(np.asarray(a), b)
         assert tuple(int(c) for c in learner.nonfinite_counts(state.opt_state)) == (
@@ -220,7 +224,7 @@ def test_nonfinite_batch_skips_the_update_and_is_counted(data_parallel_run):
         )
 
     state, metrics = update_fn(state, put(good))
-    assert float(metrics.finite) == 1.0
+    assert float(metrics["optim"]["finite"]) == 1.0
     assert tuple(int(c) for c in learner.nonfinite_counts(state.opt_state)) == (0, 2)
     # The skipped updates left the parameters and the momentum untouched: the same program on the
     # same batch and state repeats the fixture's first update exactly.
@@ -269,10 +273,8 @@ def test_optimizer_applies_the_schedule_and_clips():
     # SGD without momentum on a constant gradient g: each update is exactly -lr_t * g.
     optimizer = learner.make_optimizer(
         optimizer="sgd",
-        learning_rate=1.0,
+        learning_rate=learner.make_schedule(learning_rate=1.0, warmup_updates=2, decay_updates=4),
         momentum=0.0,
-        warmup_updates=2,
-        decay_updates=4,
         max_grad_norm=100.0,
     )
     grads = {"w": jnp.asarray([1.0, -2.0, 2.0])}  # norm 3
@@ -331,7 +333,7 @@ def test_train_step_and_pmap_step_agree():
         state, metrics = trainer.step(state)
         pmap_state, pmap_metrics = trainer.pmap_step(pmap_state)
         _leaves_close(pmap_metrics, metrics, rtol=1e-5, atol=1e-6)
-        updates += int(metrics.updates)
+        updates += int(metrics["optim"]["updates"][0])
     assert updates >= 1
 
     sharded, pmapped = _plain(state), _plain(pmap_state)

@@ -138,7 +138,9 @@ def test_one_over_k_acts_on_the_gradient_only():
     batch = batch._replace(mask=jnp.ones_like(batch.mask))
     loss_fn = make_loss_fn(tiny_network())
     loss, aux = loss_fn(params, batch)
-    np.testing.assert_allclose(loss, aux.value_loss + aux.reward_loss + aux.policy_loss, rtol=1e-6)
+    np.testing.assert_allclose(
+        loss, aux.losses["value"] + aux.losses["reward"] + aux.losses["policy"], rtol=1e-6
+    )
     # Only step 2 counts: its gradient w.r.t. the prediction heads is 1/K of the unscaled one.
     only_step_2 = batch._replace(mask=jnp.zeros_like(batch.mask).at[:, 2].set(1.0))
     grads = jax.grad(lambda p: loss_fn(p, only_step_2)[0])(params)

@@ -16,7 +16,13 @@ import optax
 import pytest
 
 from mz_jax import transforms
-from mz_jax.networks import count_params, make_mlp_network, make_resnet_network
+from mz_jax.networks import (
+    count_params,
+    make_mlp_network,
+    make_resnet_network,
+    mlp_network,
+    resnet_network,
+)
 from mz_jax.types import ModelOutput, MuZeroNetwork
 
 NUM_ACTIONS = 3
@@ -415,6 +421,50 @@ def test_params_are_a_plain_dict_that_optax_updates(mlp):
     new_params, _ = update(mlp.params, grads, optimizer.init(mlp.params))
     assert jax.tree.structure(new_params) == jax.tree.structure(mlp.params)
     assert not np.allclose(new_params["value_head"]["kernel"], 0.0)
+
+
+def test_keyless_factories_draw_the_params_of_make_when_init_is_called(mlp, resnet):
+    network, init = mlp_network(
+        observation_shape=(5,),
+        num_actions=NUM_ACTIONS,
+        hidden_sizes=(16,),
+        latent_size=8,
+        value_support_size=VALUE_SUPPORT,
+        reward_support_size=REWARD_SUPPORT,
+    )
+    params = init(jax.random.key(0))
+    jax.tree.map(np.testing.assert_array_equal, params, mlp.params)
+    jax.tree.map(np.testing.assert_array_equal, init(0), mlp.params)  # an int seed, as for make
+    step = jax.jit(network.initial_inference)
+    jax.tree.map(
+        np.testing.assert_array_equal,
+        step(mlp.perturbed, mlp.observation),
+        jax.jit(mlp.network.initial_inference)(mlp.perturbed, mlp.observation),
+    )
+    # init traces under jit and eval_shape (a traced key), as inside a compiled run start.
+    abstract = jax.eval_shape(init, jax.random.key(0))
+    assert jax.tree.structure(abstract) == jax.tree.structure(mlp.params)
+
+    _, init = resnet_network(
+        observation_shape=(6, 5, 3),
+        num_actions=NUM_ACTIONS,
+        channels=8,
+        num_blocks=0,
+        prediction_blocks=1,
+        head_channels=2,
+        head_hidden=8,
+        value_support_size=VALUE_SUPPORT,
+        reward_support_size=REWARD_SUPPORT,
+    )
+    abstract = jax.eval_shape(init, _fast_key(1))
+    assert jax.tree.map(lambda x: x.shape, abstract) == jax.tree.map(
+        lambda x: x.shape, resnet.params
+    )
+    # Arguments are checked when the factory is called, the key when init is.
+    with pytest.raises(ValueError, match="num_actions"):
+        mlp_network(observation_shape=(5,), num_actions=0)
+    with pytest.raises(ValueError, match="key"):
+        init("seed")
 
 
 def test_bfloat16_computation_keeps_float32_params_and_logits():

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 
 from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.search import SearchConfig
+from mz_jax.mcts import SearchConfig
 from mz_jax.train import make_train
 
 CONFIG = TrainConfig(

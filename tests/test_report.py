@@ -1,4 +1,4 @@
-"""The suite report (mz_jax.report) on a fake suite workdir, and the shipped reference-score file."""
+"""The suite report (mz_jax.report, `mz-jax report`) on a fake suite; the shipped reference scores."""
 
 import json
 import math
@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mz_jax import aggregate, report
+from mz_jax import aggregate, plots, report, suite_results
+from mz_jax.cli import main
+from mz_jax.metrics import EVAL_RETURN, LOSS, TRAIN_RETURN
+from mz_jax.workdir import sanitise
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SUITES = {
@@ -46,7 +49,7 @@ def _write_metrics(workdir, lines):
 
 
 def _eval_record(seed, env_steps, value):
-    return json.dumps({"seed": seed, "env_steps": env_steps, "eval/episode_return": value})
+    return json.dumps({"seed": seed, "env_steps": env_steps, EVAL_RETURN: value})
 
 
 @pytest.fixture
@@ -85,7 +88,7 @@ def suite_dir(tmp_path):
     }
     (tmp_path / "results.json").write_text(json.dumps(results))
     cartpole = [
-        json.dumps({"seed": 0, "env_steps": 500, "loss": 1.0, "episode_return": None}),
+        json.dumps({"seed": 0, "env_steps": 500, LOSS: 1.0, TRAIN_RETURN: None}),
         *[_eval_record(s, 1000, 20.0 + s) for s in range(3)],
         *[_eval_record(s, 2000, f) for s, f in enumerate(CARTPOLE_FINALS)],
         _eval_record(1, 3000, "nan"),  # skipped
@@ -187,7 +190,7 @@ def test_environment_without_reference_is_listed_not_normalised(suite_dir):
 
 
 def test_evaluation_curves_per_seed(suite_dir):
-    curves = report.evaluation_curves(suite_dir / "gymnax_CartPole-v1")
+    curves = suite_results.evaluation_curves(suite_dir / "gymnax_CartPole-v1")
     assert sorted(curves) == [0, 1, 2]
     assert curves[1].env_steps.tolist() == [1000, 2000]  # the "nan" at 3000 is skipped
     assert curves[1].returns.tolist() == [21.0, 200.0]
@@ -197,25 +200,48 @@ def test_evaluation_curves_per_seed(suite_dir):
 def test_evaluation_curves_single_seed_and_repeated_steps(tmp_path):
     # No "seed" key (one-seed run); a resumed run evaluated twice at 2000 steps: the last is kept.
     lines = [
-        json.dumps({"env_steps": 2000, "eval/episode_return": 1.0}),
-        json.dumps({"env_steps": 1000, "eval/episode_return": 0.5}),
-        json.dumps({"env_steps": 1500, "episode_return": 9.0, "loss": "inf"}),
-        json.dumps({"env_steps": 2000, "eval/episode_return": 3.0}),
+        json.dumps({"env_steps": 2000, EVAL_RETURN: 1.0}),
+        json.dumps({"env_steps": 1000, EVAL_RETURN: 0.5}),
+        json.dumps({"env_steps": 1500, TRAIN_RETURN: 9.0, LOSS: "inf"}),
+        json.dumps({"env_steps": 2000, EVAL_RETURN: 3.0}),
     ]
     _write_metrics(tmp_path / "run", lines)
-    curves = report.evaluation_curves(tmp_path / "run", default_seed=7)
+    curves = suite_results.evaluation_curves(tmp_path / "run", default_seed=7)
     assert list(curves) == [7]
     assert curves[7].env_steps.tolist() == [1000, 2000]
     assert curves[7].returns.tolist() == [0.5, 3.0]
-    assert report.evaluation_curves(tmp_path / "missing") == {}
+    assert suite_results.evaluation_curves(tmp_path / "missing") == {}
 
 
-def test_main_regenerates_the_report(suite_dir, tmp_path, capsys):
+def test_learning_curve_of_a_multi_seed_run(tmp_path):
+    # Training returns are missing (null) where no episode ended; evaluations come every 2 records.
+    lines = [
+        json.dumps(
+            {
+                "seed": seed,
+                "env_steps": 100 * step,
+                TRAIN_RETURN: None if step == 1 and seed == 1 else float(step + seed),
+                **({EVAL_RETURN: float(step)} if step % 2 == 0 else {}),
+            }
+        )
+        for step in range(1, 5)
+        for seed in (0, 1)
+    ]
+    _write_metrics(tmp_path / "run", lines)
+    path = plots.plot_learning_curve(tmp_path / "run", title="fake")
+    assert path == tmp_path / "run" / "learning_curve.png"
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    assert plots.plot_learning_curve(tmp_path) is None  # no metrics.jsonl: nothing drawn
+    assert not (tmp_path / "learning_curve.png").exists()
+
+
+def test_report_command_regenerates_the_report(suite_dir, tmp_path, capsys):
     references = tmp_path / "references.json"
     references.write_text(
         json.dumps({"environments": {k: v._asdict() for k, v in REFERENCES.items()}})
     )
-    report.main([str(suite_dir), "--references", str(references), "--num-resamples", "100"])
+    argv = ["report", str(suite_dir), "--references", str(references), "--num-resamples", "100"]
+    assert main(argv) == 0
     assert "wrote" in capsys.readouterr().out
     assert _row((suite_dir / "report.md").read_text(), "pgx:tic_tac_toe")[6] == "0.75"
 
@@ -228,9 +254,18 @@ def test_missing_or_malformed_results(tmp_path):
         report.write_report(tmp_path)
 
 
+def test_report_command_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(tmp_path)])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert "mz-jax report: error:" in err and "no results.json" in err
+    assert "Traceback" not in err
+
+
 def test_sanitise():
-    assert report.sanitise("gymnax:CartPole-v1") == "gymnax_CartPole-v1"
-    assert report.sanitise("custom:a/b c") == "custom_a_b_c"
+    assert sanitise("gymnax:CartPole-v1") == "gymnax_CartPole-v1"
+    assert sanitise("custom:a/b c") == "custom_a_b_c"
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -27,9 +27,10 @@ import _crash_worker
 
 from mz_jax import checkpoint as checkpoint_lib
 from mz_jax import run
+from mz_jax import workdir as workdir_lib
 from mz_jax.config import TrainConfig
-from mz_jax.logger import read_metrics
 from mz_jax.train import make_train
+from mz_jax.workdir import read_metrics
 
 WORKER = Path(__file__).parent / "_crash_worker.py"
 ITERATIONS = 12  # of the kill test
@@ -141,7 +142,7 @@ def test_killed_run_resumes_bit_identically(tmp_path):
         assert part in paths
     assert actual_meta["sha256"] == expected_meta["sha256"]
     assert actual_meta["updates"] == ITERATIONS - FIRST_UPDATE_ITERATION + 1
-    assert actual_meta["config"] == checkpoint_lib.config_to_dict(
+    assert actual_meta["config"] == workdir_lib.config_to_dict(
         _crash_worker.tiny_config(ITERATIONS)
     )
     # The metrics tell the same story: one record per iteration, the redone ones not repeated.
@@ -290,12 +291,15 @@ def test_nonfinite_updates_are_skipped_counted_and_stop_the_run(
     message = str(error.value)
     assert "2 updates in a row" in message
     assert f"the last at update {last_update};" in message
-    assert "non-finite terms: loss, value_loss, reward_loss, policy_loss, grad_norm" in message
+    assert (
+        "non-finite terms: loss/policy, loss/reward, loss/total, loss/value, optim/grad_norm"
+        in message
+    )
 
     records = read_metrics(tmp_path)
-    assert [r["nonfinite_updates_total"] for r in records] == [0, 0, 0, 1, 2]
-    assert [r["nonfinite_updates_in_a_row"] for r in records] == [0, 0, 0, 1, 2]
-    assert records[-1]["loss"] == "nan"
+    assert [r["optim/nonfinite_total"] for r in records] == [0, 0, 0, 1, 2]
+    assert [r["optim/nonfinite_in_a_row"] for r in records] == [0, 0, 0, 1, 2]
+    assert records[-1]["loss/total"] == "nan"
     # Nothing non-finite was saved: the replay was poisoned before iteration 4's save.
     assert "not saving checkpoint 4: non-finite values in .replay.data.observation" in (
         capsys.readouterr().err
@@ -322,7 +326,7 @@ def test_nonfinite_environment_stops_the_run_naming_it(tmp_path, use_trainer):
     assert f"({_crash_worker.NUM_ENVS * _crash_worker.ROLLOUT_LENGTH} steps)" in message
     assert "before env step 24" in message
     assert _checkpoints(tmp_path) == [1, 2]
-    assert read_metrics(tmp_path)[-1]["nonfinite_env_steps"] == 8
+    assert read_metrics(tmp_path)[-1]["actor/nonfinite_env_steps"] == 8
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -333,18 +337,18 @@ def test_resuming_forgets_the_metrics_of_iterations_it_redoes(tmp_path):
     lines = [json.dumps({"step": i, "env_steps": 8 * i, "loss": 1.0 / i}) for i in range(1, 6)]
     torn = '{"step": 6, "env_steps": 48, "lo'  # a kill in mid-write
     (tmp_path / "metrics.jsonl").write_text("\n".join(lines) + "\n" + torn)
-    run.forget_metrics_after(tmp_path, env_steps=24)  # resumed from iteration 3
+    workdir_lib.forget_metrics_after(tmp_path, env_steps=24)  # resumed from iteration 3
     assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 3]
-    run.forget_metrics_after(tmp_path, env_steps=0)  # started afresh
+    workdir_lib.forget_metrics_after(tmp_path, env_steps=0)  # started afresh
     assert read_metrics(tmp_path) == []
 
 
 def test_changed_config_is_refused_listing_the_fields(tmp_path):
     saved = TrainConfig()
-    run.check_config(tmp_path, saved, allow_config_change=False)
+    workdir_lib.check_config(tmp_path, saved, allow_config_change=False)
     changed = saved.replace(discount=0.99, batch_size=64)
     with pytest.raises(ValueError) as error:
-        run.check_config(tmp_path, changed, allow_config_change=False)
+        workdir_lib.check_config(tmp_path, changed, allow_config_change=False)
     message = str(error.value)
     assert "--allow-config-change" in message
     assert "batch_size: 128 -> 64" in message
@@ -353,15 +357,15 @@ def test_changed_config_is_refused_listing_the_fields(tmp_path):
     # Refused means untouched.
     assert json.loads((tmp_path / "config.json").read_text())["discount"] == 0.997
 
-    run.check_config(tmp_path, saved, allow_config_change=False)  # the same config resumes
-    run.check_config(tmp_path, changed, allow_config_change=True)
+    workdir_lib.check_config(tmp_path, saved, allow_config_change=False)  # the same config resumes
+    workdir_lib.check_config(tmp_path, changed, allow_config_change=True)
     assert json.loads((tmp_path / "config.json").read_text())["discount"] == 0.99
 
 
 def test_unreadable_config_file_is_reported(tmp_path):
     (tmp_path / "config.json").write_text('{"discount": 0.9')  # cut short by hand
     with pytest.raises(ValueError, match=r"config\.json cannot be read"):
-        run.check_config(tmp_path, TrainConfig(), allow_config_change=False)
+        workdir_lib.check_config(tmp_path, TrainConfig(), allow_config_change=False)
 
 
 def test_unwritable_workdir_is_reported_at_start(tmp_path):
@@ -373,11 +377,11 @@ def test_unwritable_workdir_is_reported_at_start(tmp_path):
 
 
 def test_full_workdir_is_reported_at_start(tmp_path, monkeypatch):
-    usage = run.shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(run.shutil, "disk_usage", lambda path: usage._replace(free=1000))
+    usage = workdir_lib.shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(workdir_lib.shutil, "disk_usage", lambda path: usage._replace(free=1000))
     with pytest.raises(OSError, match=r"has 0\.0 MiB free; a checkpoint of this run needs up to"):
-        run.check_workdir(tmp_path, required_bytes=10**6)
-    run.check_workdir(tmp_path, required_bytes=1000)
+        workdir_lib.check_workdir(tmp_path, required_bytes=10**6)
+    workdir_lib.check_workdir(tmp_path, required_bytes=1000)
 
 
 def test_unknown_environment_is_reported_before_compiling_or_writing(tmp_path):

@@ -1,4 +1,4 @@
-"""Tests of mz_jax.search: scripted networks with values worked out by hand, and legality over pgx games.
+"""Tests of mz_jax.mcts: scripted networks with values worked out by hand, and legality over pgx games.
 
 The scripted networks are plain ``jax.numpy`` functions; their value and reward heads emit the logits of
 a known scalar (``log`` of its categorical target), so the decoded numbers are known exactly.
@@ -21,7 +21,7 @@ import pgx
 import pytest
 
 from mz_jax import transforms
-from mz_jax.search import SearchConfig, SearchOutput, make_recurrent_fn, make_root_fn, search
+from mz_jax.mcts import SearchConfig, SearchOutput, make_recurrent_fn, make_root_fn, search
 from mz_jax.types import ModelOutput, MuZeroNetwork
 
 SUPPORT = 3  # 7 bins: h(x) reaches 3 at |x| ≈ 15, far beyond the numbers used here.
@@ -77,8 +77,10 @@ BANDIT = MuZeroNetwork(_bandit_initial, _bandit_recurrent)
 # Row 0: all arms legal. Row 1: the best arm (2) is illegal, so the best legal arm is 3.
 BANDIT_MASK = jnp.array([[True, True, True, True], [True, True, False, True]])
 BANDIT_OBS = jnp.zeros((2, 1))
-BANDIT_MUZERO = SearchConfig(policy="muzero", num_simulations=32, value_bounds=(0.0, 1.0))
-BANDIT_GUMBEL = SearchConfig(policy="gumbel", num_simulations=16)
+# A direct call of search() names the MDP's discount and players (training derives them).
+MDP = dict(discount=0.997, two_player=False)
+BANDIT_MUZERO = SearchConfig(policy="muzero", num_simulations=32, value_bounds=(0.0, 1.0), **MDP)
+BANDIT_GUMBEL = SearchConfig(policy="gumbel", num_simulations=16, **MDP)
 
 
 def _bandit(config, key=0, observation=BANDIT_OBS):
@@ -100,7 +102,7 @@ def _bandit(config, key=0, observation=BANDIT_OBS):
         BANDIT_MUZERO,
         # Normalising Q by the parent and its siblings makes the first arm tried (the prior's, worth
         # 0.1) look best until pUCT's exploration term overtakes it: that takes many simulations.
-        SearchConfig(policy="muzero", num_simulations=128),
+        SearchConfig(policy="muzero", num_simulations=128, **MDP),
     ],
     ids=["value_bounds", "parent_and_siblings"],
 )
@@ -281,7 +283,7 @@ def test_two_player_muzero_search_avoids_the_opponents_win():
 def test_shape_mismatches_raise():
     # Raised while tracing: eval_shape traces without compiling or running anything.
     def trace(observation, mask, temperature=1.0):
-        config = SearchConfig(num_simulations=2)
+        config = SearchConfig(num_simulations=2, **MDP)
         return jax.eval_shape(
             lambda: search(
                 None,
@@ -349,7 +351,7 @@ GAMES = (("tic_tac_toe", 9), ("connect_four", 30), ("othello", 60))  # (env_id, 
 STATES_PER_GAME = 1024
 NUM_ACTIONS, BOARD_SIZE, HIDDEN = 65, 128, 16
 POSITION_CONFIGS = {
-    policy: SearchConfig(policy=policy, num_simulations=8, two_player=True)
+    policy: SearchConfig(policy=policy, num_simulations=8, two_player=True, discount=0.997)
     for policy in ("muzero", "gumbel")
 }
 
@@ -388,8 +390,15 @@ def _random_recurrent(params, hidden, action):
 RANDOM_NET = MuZeroNetwork(_random_initial, _random_recurrent)
 
 
-@functools.partial(jax.jit, static_argnames=("env_id", "max_steps"))
 def _random_positions(key, *, env_id, max_steps):
+    # pgx builds some of a game's constant arrays on its first construction and keeps them: built
+    # first under this jit, they would leak its tracers into every later use of the game.
+    pgx.make(env_id)
+    return _random_positions_traced(key, env_id=env_id, max_steps=max_steps)
+
+
+@functools.partial(jax.jit, static_argnames=("env_id", "max_steps"))
+def _random_positions_traced(key, *, env_id, max_steps):
     """States after a random number (0..max_steps) of uniformly random legal moves, padded.
 
     Returns ``(observation [N, 128 + 65] float32, legal mask [N, 65] bool, terminated [N] bool)``; a

@@ -7,9 +7,9 @@ import pytest
 from mz_jax import run
 from mz_jax.agent import Agent
 from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.logger import read_metrics
-from mz_jax.search import SearchConfig
+from mz_jax.mcts import SearchConfig
 from mz_jax.train import make_train
+from mz_jax.workdir import read_metrics
 
 CONFIG = TrainConfig(
     env="gymnax:CartPole-v1",
@@ -53,7 +53,7 @@ def test_each_run_of_a_vmapped_run_is_the_run_of_its_seed():
         state, metrics = vmapped.step(state)
         all_metrics.append(jax.device_get(metrics))
     state = jax.device_get(state)
-    assert all_metrics[-1].loss.shape == (num_seeds,)
+    assert all_metrics[-1]["loss"]["total"].shape == (1, num_seeds)  # [iterations, seeds]
 
     single = make_train(CONFIG, devices=devices)
     final_params = []
@@ -62,10 +62,17 @@ def test_each_run_of_a_vmapped_run_is_the_run_of_its_seed():
         for iteration in range(ITERATIONS):
             plain, metrics = single.step(plain)
             # The same updates, losses and episodes, iteration by iteration.
-            assert int(metrics.updates) == int(all_metrics[iteration].updates[i])
-            assert float(metrics.episodes) == float(all_metrics[iteration].episodes[i])
+            assert int(metrics["optim"]["updates"][0]) == int(
+                all_metrics[iteration]["optim"]["updates"][0, i]
+            )
+            assert float(metrics["actor"]["episodes"][0]) == float(
+                all_metrics[iteration]["actor"]["episodes"][0, i]
+            )
             np.testing.assert_allclose(
-                float(metrics.loss), float(all_metrics[iteration].loss[i]), rtol=1e-5, atol=1e-6
+                float(metrics["loss"]["total"][0]),
+                float(all_metrics[iteration]["loss"]["total"][0, i]),
+                rtol=1e-5,
+                atol=1e-6,
             )
         assert int(plain.train.step) > 0  # updates happened, so parameters were trained
         run_i = jax.tree.map(lambda x, i=i: x[i], state)

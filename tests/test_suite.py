@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from mz_jax import cli
+from mz_jax.metrics import EVAL_RETURN
+from mz_jax.presets import load_preset
 from mz_jax.suite import SUITES, SuiteEntry, entry_config, load_suite
 
 TINY = {
@@ -79,7 +81,7 @@ def test_suite_file_overrides_nested_fields(tmp_path):
     assert config.search.num_simulations == 3
     assert config.network.hidden_sizes == (8, 8)
     assert config.total_env_steps == 1_000
-    assert config.discount == cli.load_preset("cartpole").discount  # the preset's, kept
+    assert config.discount == load_preset("cartpole").discount  # the preset's, kept
 
 
 @pytest.mark.parametrize(
@@ -132,10 +134,8 @@ def _evaluations(metrics_path):
     found = {}
     for line in metrics_path.read_text().splitlines():
         record = json.loads(line)
-        if "eval/episode_return" in record:
-            found.setdefault(record["seed"], {})[record["env_steps"]] = record[
-                "eval/episode_return"
-            ]
+        if EVAL_RETURN in record:
+            found.setdefault(record["seed"], {})[record["env_steps"]] = record[EVAL_RETURN]
     return {seed: sorted(points.items()) for seed, points in found.items()}
 
 

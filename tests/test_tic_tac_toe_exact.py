@@ -1,27 +1,15 @@
-"""The solver behind benchmarks/tic_tac_toe_exact.py: known counts, hand-solved positions, sampled games."""
+"""The tic-tac-toe solver (mz_jax.tic_tac_toe_solver): known counts, hand-solved positions, sampled games."""
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+from mz_jax import tic_tac_toe_solver
 
 
 @pytest.fixture(scope="module")
 def exact():
-    sys.path.insert(0, str(BENCHMARKS))  # the script imports its sibling `common`
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "tic_tac_toe_exact", BENCHMARKS / "tic_tac_toe_exact.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+    return tic_tac_toe_solver
 
 
 def board(picture: str) -> tuple[int, ...]:

@@ -32,10 +32,9 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from mz_jax import validation
 from mz_jax.transforms import logits_to_scalar
 from mz_jax.types import Array, MuZeroNetwork, Params
-
-_POLICIES = ("muzero", "gumbel")
 
 RootFn = Callable[[Params, Array, Any], mctx.RootFnOutput]
 RecurrentFn = Callable[[Params, Array, Array, Any], tuple[mctx.RecurrentFnOutput, Any]]
@@ -48,15 +47,20 @@ class SearchConfig:
     Attributes:
       policy: ``"muzero"`` (pUCT with Dirichlet noise) or ``"gumbel"`` (Gumbel MuZero).
       num_simulations: simulations per search, at least 1.
-      discount: per-step discount gamma in [0, 1]; mctx uses ``-discount`` per ply when ``two_player``.
-      two_player: alternating two-player zero-sum game (values flip sign between plies).
+      discount: per-step discount gamma in (0, 1]; mctx uses ``-discount`` per ply when
+        ``two_player``. None in training: :func:`mz_jax.build` sets it to ``TrainConfig.discount``;
+        a direct call of :func:`search` needs it set.
+      two_player: alternating two-player zero-sum game (values flip sign between plies). None in
+        training: :func:`mz_jax.build` sets it from the environment (a value that disagrees with
+        the environment is an error); a direct call of :func:`search` needs it set.
       dirichlet_alpha: concentration of the root Dirichlet noise (muzero policy), > 0.
       dirichlet_fraction: weight of the root Dirichlet noise in [0, 1] (muzero policy).
       pb_c_init: pUCT constant c1 (MuZero Appendix B), >= 0 (muzero policy).
       pb_c_base: pUCT constant c2 (MuZero Appendix B), > 0 (muzero policy).
       max_depth: largest number of edges from the root to a leaf, >= 1, or None for no bound
         beyond ``num_simulations``; bounds the deep, slow trees an untrained network gives pUCT.
-      max_num_considered_actions: actions sampled at the root by Gumbel-Top-k, >= 1 (gumbel policy).
+      max_num_considered_actions: at most this many actions are sampled at the root by Gumbel-Top-k,
+        >= 1 (gumbel policy); an environment with fewer actions considers all of them.
       gumbel_scale: scale of the root Gumbel noise, >= 0; 0 searches deterministically (gumbel policy).
       value_scale: c_scale of the completed-Q transform sigma, > 0 (gumbel policy).
       maxvisit_init: c_visit of the completed-Q transform sigma, >= 0 (gumbel policy).
@@ -67,8 +71,8 @@ class SearchConfig:
 
     policy: str = "gumbel"
     num_simulations: int = 16
-    discount: float = 0.997
-    two_player: bool = False
+    discount: float | None = None
+    two_player: bool | None = None
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
     pb_c_init: float = 1.25
@@ -82,41 +86,11 @@ class SearchConfig:
     value_bounds: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
-        if self.policy not in _POLICIES:
-            raise ValueError(f"policy must be one of {_POLICIES}; got {self.policy!r}")
-        _check_int("num_simulations", self.num_simulations, minimum=1)
-        if self.max_depth is not None:
-            _check_int("max_depth", self.max_depth, minimum=1)
-        _check_int("max_num_considered_actions", self.max_num_considered_actions, minimum=1)
-        if not isinstance(self.two_player, bool):
-            raise ValueError(f"two_player must be a bool (True or False); got {self.two_player!r}")
-        if not isinstance(self.rescale_values, bool):
-            raise ValueError(
-                f"rescale_values must be a bool (True or False); got {self.rescale_values!r}"
-            )
-        _check_float("discount", self.discount, low=0.0, high=1.0)
-        _check_float("dirichlet_alpha", self.dirichlet_alpha, low=0.0, low_open=True)
-        _check_float("dirichlet_fraction", self.dirichlet_fraction, low=0.0, high=1.0)
-        _check_float("pb_c_init", self.pb_c_init, low=0.0)
-        _check_float("pb_c_base", self.pb_c_base, low=0.0, low_open=True)
-        _check_float("gumbel_scale", self.gumbel_scale, low=0.0)
-        _check_float("value_scale", self.value_scale, low=0.0, low_open=True)
-        _check_float("maxvisit_init", self.maxvisit_init, low=0.0)
-        if self.value_bounds is not None:
-            bounds = self.value_bounds
-            if (
-                not isinstance(bounds, tuple | list)
-                or len(bounds) != 2
-                or not all(_is_real(b) and math.isfinite(b) for b in bounds)
-                or not bounds[0] < bounds[1]
-            ):
-                raise ValueError(
-                    "value_bounds must be None or a pair (min, max) of finite numbers with "
-                    f"min < max; got {bounds!r}"
-                )
+        validation.check_fields(self, prefix="search.", optional=("discount", "two_player"))
         # mctx asserts Python floats for the Dirichlet parameters; accept ints from the CLI too.
         for name in ("discount", "dirichlet_alpha", "dirichlet_fraction", "pb_c_init", "pb_c_base"):
-            object.__setattr__(self, name, float(getattr(self, name)))
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, float(getattr(self, name)))
         if self.value_bounds is not None:
             object.__setattr__(self, "value_bounds", tuple(float(b) for b in self.value_bounds))
 
@@ -172,10 +146,11 @@ def make_recurrent_fn(network: MuZeroNetwork, *, discount: float, two_player: bo
 
     Args:
       network: the MuZero network pair.
-      discount: gamma in [0, 1].
+      discount: gamma in (0, 1].
       two_player: alternating two-player zero-sum game.
     """
-    _check_float("discount", discount, low=0.0, high=1.0)
+    validation.check("discount", discount, kind="argument")
+    validation.check("two_player", two_player, kind="argument")
     step_discount = -float(discount) if two_player else float(discount)
 
     def recurrent_fn(
@@ -249,8 +224,15 @@ def search(
             f"observation's leading (batch) axis must equal legal_action_mask's, {batch_size}; got "
             f"{sorted(observation_batch_sizes, key=str)}"
         )
-    if _is_real(temperature) and not (math.isfinite(temperature) and temperature >= 0):
+    python_number = isinstance(temperature, int | float) and not isinstance(temperature, bool)
+    if python_number and not (math.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature must be finite and >= 0; got {temperature!r}")
+    for name in ("discount", "two_player"):
+        if getattr(config, name) is None:
+            raise ValueError(
+                f"SearchConfig.{name} is None: a direct call of search() needs it set (training "
+                "derives it: mz_jax.build sets it from TrainConfig and the environment)"
+            )
 
     root_key, search_key, action_key = jax.random.split(rng_key, 3)
     if greedy:
@@ -338,7 +320,7 @@ def search(
                 maxvisit_init=config.maxvisit_init,
                 rescale_values=config.rescale_values,
             ),
-            max_num_considered_actions=config.max_num_considered_actions,
+            max_num_considered_actions=min(config.max_num_considered_actions, num_actions),
             gumbel_scale=0.0 if greedy else config.gumbel_scale,
         )
         # mctx takes the argmax over legal actions only (masked_argmax): legal by construction.
@@ -372,27 +354,3 @@ def _sample_by_visit_counts(
     tiny = jnp.finfo(logits.dtype).tiny
     logits = logits / jnp.maximum(jnp.asarray(temperature, logits.dtype), tiny)
     return jax.random.categorical(rng_key, logits, axis=-1)
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _check_int(name: str, value: Any, *, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-
-
-def _check_float(
-    name: str,
-    value: Any,
-    *,
-    low: float,
-    high: float = math.inf,
-    low_open: bool = False,
-) -> None:
-    ok = _is_real(value) and math.isfinite(value) and value <= high
-    ok = ok and (value > low if low_open else value >= low)
-    if not ok:
-        interval = f"{'(' if low_open else '['}{low}, {high}{']' if math.isfinite(high) else ')'}"
-        raise ValueError(f"{name} must be a finite number in {interval}; got {value!r}")

@@ -1,0 +1,118 @@
+"""The environment protocol of mz_jax: :class:`Env`, :class:`EnvState`, :class:`TimeStep`.
+
+An :class:`Env` is a pair of pure functions acting on ONE environment (no batch axis), which resets
+by itself when an episode ends (see :mod:`mz_jax.envs`). Also here: the small helpers every adapter
+uses to build time steps, check actions and select between states.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from mz_jax.types import Array
+
+
+class EnvState(NamedTuple):
+    """The state of one environment between steps.
+
+    Attributes:
+      backend: the backend's own state (a gymnax ``EnvState`` or a pgx ``State``) of the live episode.
+      episode_step: int32 scalar, transitions taken in the live episode (0 after a reset).
+    """
+
+    backend: Any
+    episode_step: Array
+
+
+class TimeStep(NamedTuple):
+    """What an environment reports after a reset or a step.
+
+    Attributes:
+      observation: ``[*observation_shape]`` float32, the observation to act on now (after an automatic
+        reset: the first observation of the new episode).
+      legal_action_mask: ``[num_actions]`` bool, the legal actions at ``observation``.
+      player: int32 scalar, the player to move at ``observation`` (0 in single-player environments).
+      reward: float32 scalar, the reward of the last transition, from the perspective of the player
+        who took that action (0 after a reset).
+      terminated: bool scalar, the last transition ended the episode in a terminal state.
+      truncated: bool scalar, the last transition ended the episode by a time limit and did not
+        terminate it.
+      final_observation: ``[*observation_shape]`` float32, the observation the last transition
+        reached, before any automatic reset (equal to ``observation`` when the episode did not end).
+      final_player: int32 scalar, the player to move at ``final_observation``.
+    """
+
+    observation: Array
+    legal_action_mask: Array
+    player: Array
+    reward: Array
+    terminated: Array
+    truncated: Array
+    final_observation: Array
+    final_player: Array
+
+
+@dataclasses.dataclass(frozen=True)
+class Env:
+    """A single environment as a pair of pure functions; vmap them for a batch.
+
+    Attributes:
+      name: the name it was made from, e.g. ``"gymnax:CartPole-v1"``.
+      num_actions: A, the size of the discrete action space.
+      observation_shape: the shape of one observation.
+      num_players: 1, or 2 for a two-player zero-sum game.
+      max_episode_steps: the time limit in transitions (an episode reaching it without terminating is
+        truncated), or None where there is none.
+      reset: ``reset(key) -> (EnvState, TimeStep)``, the start of an episode.
+      step: ``step(key, state, action) -> (EnvState, TimeStep)`` with ``action`` an int32 scalar; when
+        the transition ends the episode, the returned state and observation already belong to a
+        new episode started with ``key``.
+    """
+
+    name: str
+    num_actions: int
+    observation_shape: tuple[int, ...]
+    num_players: int
+    max_episode_steps: int | None
+    reset: Callable[[Array], tuple[EnvState, TimeStep]] = dataclasses.field(repr=False)
+    step: Callable[[Array, EnvState, Array], tuple[EnvState, TimeStep]] = dataclasses.field(
+        repr=False
+    )
+
+
+def restart(observation: Array, legal_action_mask: Array, player: Array) -> TimeStep:
+    """The time step of a reset: no reward, not ended, the final observation is ``observation``."""
+    return TimeStep(
+        observation=observation,
+        legal_action_mask=legal_action_mask,
+        player=player,
+        reward=jnp.float32(0.0),
+        terminated=jnp.bool_(False),
+        truncated=jnp.bool_(False),
+        final_observation=observation,
+        final_player=player,
+    )
+
+
+def as_action(action: Any) -> Array:
+    """``action`` as an int32 scalar; raises ``ValueError`` for a batch or a non-integer dtype."""
+    action = jnp.asarray(action)
+    # Shapes and dtypes are static, so this check costs nothing inside jit.
+    if action.ndim != 0 or not jnp.issubdtype(action.dtype, jnp.integer):
+        raise ValueError(
+            f"action must be an integer scalar for one environment (vmap for a batch), got "
+            f"shape {action.shape} and dtype {action.dtype}."
+        )
+    return action.astype(jnp.int32)
+
+
+def select_tree(done: Array, on_done: Any, otherwise: Any) -> Any:
+    """Leaf by leaf, ``on_done`` where ``done`` and ``otherwise`` elsewhere (in its dtypes)."""
+    return jax.tree.map(
+        lambda a, b: jnp.where(done, a, b).astype(jnp.result_type(b)), on_done, otherwise
+    )

@@ -1,0 +1,218 @@
+"""One iteration of the Anakin loop on one device: act, store, learn (Hessel et al., 2021, "Podracer").
+
+:func:`iteration` is a pure function of the run's components and state, written for one device:
+it plays ``rollout_length`` steps in this device's environments, adds them to this device's replay,
+then runs ``updates_per_iteration`` learner updates on sequences sampled from it, averaging gradients
+and replay statistics over the mesh axis ``'data'``. :mod:`mz_jax.train` wraps it in ``shard_map``
+(or ``pmap``), vmaps it over seeds and scans it over several iterations per call.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from mz_jax import actor as actor_lib
+from mz_jax import learner
+from mz_jax import replay as replay_lib
+from mz_jax.build import Components
+from mz_jax.targets import make_targets, reanalyse_values
+from mz_jax.types import Array, Params
+
+AXIS = learner.AXIS
+
+IterationMetrics = dict[str, Any]
+"""The scalars of one iteration, the same on every device, as a nested record (names and meanings
+in :mod:`mz_jax.metrics`): ``loss`` and ``optim`` (means over the iteration's updates), ``actor``
+and ``replay``."""
+
+
+class RunState(NamedTuple):
+    """The whole state of a training run: everything needed to continue it exactly.
+
+    Attributes:
+      train: parameters, optimiser state and update count (replicated).
+      target_params: the parameters that ``reanalyse_values`` bootstraps value targets with, a
+        copy of ``train.params`` refreshed every ``target_update_every`` updates (replicated).
+      actor: self-play environments (sharded over 'data' along the environment axis).
+      replay: the replay buffer (data sharded over 'data' along the environment axis).
+      key: the run's PRNG key (replicated); split once per iteration.
+      iteration: int32, iterations done.
+    """
+
+    train: learner.TrainState
+    target_params: Params
+    actor: actor_lib.ActorState
+    replay: replay_lib.ReplayState
+    key: Array
+    iteration: Array
+
+
+def init(components: Components, seed: int | Array) -> RunState:
+    """The state of a new run (global shapes: all devices' environments together)."""
+    config, env = components.config, components.env
+    params_key, actor_key, run_key = jax.random.split(jax.random.key(seed), 3)
+    params = components.init_params(params_key)
+    return RunState(
+        train=learner.init_train_state(params, components.optimizer),
+        target_params=jax.tree.map(jnp.copy, params),
+        actor=actor_lib.init_actor(env, actor_key, num_envs=config.num_envs),
+        replay=replay_lib.init(
+            actor_lib.transition_spec(env),
+            capacity=config.replay_capacity,
+            num_envs=config.num_envs,
+        ),
+        key=run_key,
+        iteration=jnp.zeros((), jnp.int32),
+    )
+
+
+def temperature_at(schedule: tuple[tuple[float, float], ...], progress: Array) -> Array:
+    """The temperature of the first ``(fraction, temperature)`` pair whose fraction exceeds progress."""
+    fractions = jnp.asarray([f for f, _ in schedule], jnp.float32)
+    temperatures = jnp.asarray([t for _, t in schedule], jnp.float32)
+    index = jnp.minimum(jnp.sum(progress >= fractions), len(schedule) - 1)
+    return temperatures[index]
+
+
+def iteration(components: Components, state: RunState) -> tuple[RunState, IterationMetrics]:
+    """One iteration on this device (call it under ``shard_map`` or ``pmap`` over ``'data'``)."""
+    config = components.config
+    key, iteration_key = jax.random.split(state.key)
+    device_key = jax.random.fold_in(iteration_key, jax.lax.axis_index(AXIS))
+    act_key, learn_key = jax.random.split(device_key)
+    env_steps = state.iteration.astype(jnp.float32) * config.env_steps_per_iteration
+    total_steps = config.total_env_steps
+    progress = (
+        jnp.minimum(env_steps / total_steps, 1.0) if total_steps else jnp.zeros((), jnp.float32)
+    )
+    temperature = temperature_at(config.temperature_schedule, progress)
+    beta_start, beta_end = config.priority_beta
+    beta = beta_start + (beta_end - beta_start) * progress
+
+    actor, trajectory, stats = actor_lib.rollout(
+        state.train.params,
+        act_key,
+        state.actor,
+        env=components.env,
+        network=components.network,
+        search_config=components.search_config,
+        num_steps=config.rollout_length,
+        temperature=temperature,
+        random_action_probability=config.random_action_probability,
+    )
+    stats = jax.lax.psum(stats, AXIS)
+    replay = replay_lib.add(state.replay, trajectory)
+
+    learn = functools.partial(_learn, components, key=learn_key, beta=beta)
+    learner_state = (state.train, state.target_params, replay)
+    if config.updates_per_iteration == 0:
+        train, target_params, replay, update_metrics = _skip(learn, *learner_state)
+    else:
+        ready = replay_lib.can_sample(replay, window_length=config.window_length) & (
+            replay.num_written >= config.min_replay_steps
+        )
+        skip = functools.partial(_skip, learn)
+        train, target_params, replay, update_metrics = jax.lax.cond(
+            ready, learn, skip, *learner_state
+        )
+    consecutive, total = learner.nonfinite_counts(train.opt_state)
+    metrics = {
+        "loss": update_metrics["loss"],
+        "optim": {
+            **update_metrics["optim"],
+            "nonfinite_in_a_row": consecutive,
+            "nonfinite_total": total,
+        },
+        "actor": {
+            "episodes": stats.episodes,
+            "episode_return_sum": stats.return_sum,
+            "episode_length_sum": stats.length_sum,
+            "nonfinite_env_steps": stats.nonfinite,
+            "temperature": temperature,
+        },
+        "replay": {"beta": beta},
+    }
+    new_state = RunState(
+        train=train,
+        target_params=target_params,
+        actor=actor,
+        replay=replay,
+        key=key,
+        iteration=state.iteration + 1,
+    )
+    return new_state, metrics
+
+
+def _learn(
+    components: Components,
+    train: learner.TrainState,
+    target_params: Params,
+    replay: replay_lib.ReplayState,
+    *,
+    key: Array,
+    beta: Array,
+):
+    """``updates_per_iteration`` learner updates; metrics are their means (``optim/updates``: the
+    count)."""
+    config = components.config
+    make_batch_targets = jax.vmap(
+        functools.partial(
+            make_targets,
+            num_unroll_steps=config.num_unroll_steps,
+            td_steps=config.td_steps,
+            discount=config.discount,
+        )
+    )
+
+    def one_update(carry, update_key):
+        train, target_params, replay = carry
+        windows, index, weights = replay_lib.sample(
+            replay,
+            update_key,
+            batch_size=config.batch_size // jax.lax.axis_size(AXIS),
+            window_length=config.window_length,
+            alpha=config.priority_alpha,
+            beta=beta,
+        )
+        if config.reanalyse_values:
+            windows = reanalyse_values(
+                target_params,
+                windows,
+                network=components.network,
+                num_unroll_steps=config.num_unroll_steps,
+                td_steps=config.td_steps,
+            )
+        batch = make_batch_targets(windows)._replace(weight=weights)
+        train, aux, metrics = learner.update(
+            train,
+            batch,
+            loss_fn=components.loss_fn,
+            optimizer=components.optimizer,
+            schedule=components.schedule,
+        )
+        replay = replay_lib.update_priorities(replay, index, aux.priority, axis_name=AXIS)
+        if config.reanalyse_values:
+            refresh = train.step % config.target_update_every == 0
+            target_params = jax.tree.map(
+                lambda new, old: jnp.where(refresh, new, old), train.params, target_params
+            )
+        return (train, target_params, replay), metrics
+
+    keys = jax.random.split(key, config.updates_per_iteration)
+    (train, target_params, replay), metrics = jax.lax.scan(
+        one_update, (train, target_params, replay), keys
+    )
+    metrics = jax.tree.map(jnp.mean, metrics)
+    metrics["optim"]["updates"] = jnp.int32(len(keys))
+    return train, target_params, replay, metrics
+
+
+def _skip(learn, train, target_params, replay):
+    """No update (the replay is not ready yet): zero metrics of the same structure as ``learn``'s."""
+    shapes = jax.eval_shape(learn, train, target_params, replay)[3]
+    zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+    return train, target_params, replay, zeros

@@ -1,0 +1,135 @@
+"""The NNX building blocks that the MLP and ResNet MuZero networks share.
+
+A dense torso (``Linear -> LayerNorm -> ReLU`` per width), the 3x3 convolution and plane-wise
+LayerNorm of the residual networks, AlphaZero's residual block and a tower of them, the convolutional
+heads, and the min-max scaling of hidden states to ``[0, 1]`` (MuZero Appendix G). Every
+normalisation is a LayerNorm: no module here holds state but its parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from mz_jax.ops import min_max_normalize
+from mz_jax.types import Array
+
+ZEROS = nnx.initializers.zeros_init()
+"""The initializer of the output layers (value, reward, policy), which start at zero."""
+
+
+class DenseTorso(nnx.Module):
+    """``Linear -> LayerNorm -> ReLU`` per hidden size: ``[B, D] -> [B, hidden_sizes[-1]]``."""
+
+    def __init__(self, in_features: int, hidden_sizes: Sequence[int], *, dtype, rngs: nnx.Rngs):
+        layers = {}
+        for i, size in enumerate(hidden_sizes):
+            layers[f"dense_{i}"] = nnx.Linear(in_features, size, dtype=dtype, rngs=rngs)
+            layers[f"norm_{i}"] = nnx.LayerNorm(size, dtype=dtype, rngs=rngs)
+            in_features = size
+        self.layers = nnx.Dict(layers)
+        # Looked up by index, never in iteration order ("dense_10" sorts before "dense_2").
+        self.depth = len(hidden_sizes)
+
+    def __call__(self, x: Array) -> Array:
+        for i in range(self.depth):
+            x = jax.nn.relu(self.layers[f"norm_{i}"](self.layers[f"dense_{i}"](x)))
+        return x
+
+
+def plane_norm(channels: int, *, dtype, rngs: nnx.Rngs) -> nnx.LayerNorm:
+    """A LayerNorm over each example's H, W and C, with a scale and bias per channel."""
+    # Normalising over C alone leaves few numbers per position when channels are few (over two
+    # channels it keeps only a sign, over one nothing).
+    return nnx.LayerNorm(
+        channels, reduction_axes=(-3, -2, -1), feature_axes=-1, dtype=dtype, rngs=rngs
+    )
+
+
+def conv3x3(
+    in_channels: int, out_channels: int, *, stride: int = 1, dtype, rngs: nnx.Rngs
+) -> nnx.Conv:
+    """A 3x3 "SAME" convolution without bias."""
+    # No bias: each of these convolutions feeds a LayerNorm, whose bias takes its place.
+    return nnx.Conv(
+        in_channels,
+        out_channels,
+        (3, 3),
+        strides=(stride, stride),
+        padding="SAME",
+        use_bias=False,
+        dtype=dtype,
+        rngs=rngs,
+    )
+
+
+class ConvNormRelu(nnx.Module):
+    """``conv -> LayerNorm -> ReLU``: ``[B, H, W, C_in] -> [B, ceil(H/s), ceil(W/s), C_out]``."""
+
+    def __init__(self, in_channels: int, out_channels: int, *, stride: int = 1, dtype, rngs):
+        self.conv = conv3x3(in_channels, out_channels, stride=stride, dtype=dtype, rngs=rngs)
+        self.norm = plane_norm(out_channels, dtype=dtype, rngs=rngs)
+
+    def __call__(self, x: Array) -> Array:
+        return jax.nn.relu(self.norm(self.conv(x)))
+
+
+class ResidualBlock(nnx.Module):
+    """AlphaZero's residual block with LayerNorm: ``relu(x + norm(conv(relu(norm(conv(x))))))``."""
+
+    def __init__(self, channels: int, *, dtype, rngs: nnx.Rngs):
+        self.conv_1 = conv3x3(channels, channels, dtype=dtype, rngs=rngs)
+        self.norm_1 = plane_norm(channels, dtype=dtype, rngs=rngs)
+        self.conv_2 = conv3x3(channels, channels, dtype=dtype, rngs=rngs)
+        self.norm_2 = plane_norm(channels, dtype=dtype, rngs=rngs)
+
+    def __call__(self, x: Array) -> Array:
+        y = jax.nn.relu(self.norm_1(self.conv_1(x)))
+        return jax.nn.relu(x + self.norm_2(self.conv_2(y)))
+
+
+class ResidualTower(nnx.Module):
+    """``num_blocks`` residual blocks, ``[B, H, W, C] -> [B, H, W, C]`` (identity for 0 blocks)."""
+
+    def __init__(self, channels: int, num_blocks: int, *, dtype, rngs: nnx.Rngs):
+        blocks = {
+            f"block_{i}": ResidualBlock(channels, dtype=dtype, rngs=rngs) for i in range(num_blocks)
+        }
+        self.blocks = nnx.Dict(blocks)
+        self.num_blocks = num_blocks
+
+    def __call__(self, x: Array) -> Array:
+        for i in range(self.num_blocks):
+            x = self.blocks[f"block_{i}"](x)
+        return x
+
+
+class ConvHead(nnx.Module):
+    """1x1 conv, flatten, ``dense -> LayerNorm -> ReLU``, output: ``[B, h, w, C] -> [B, out]``."""
+
+    def __init__(
+        self, hidden_shape: tuple[int, int, int], head_channels: int, head_hidden: int, out: int,
+        *, dtype, rngs: nnx.Rngs,
+    ):  # fmt: skip
+        height, width, channels = hidden_shape
+        # The 1x1 conv is linear: a ReLU on these few planes (of non-negative inputs) can be dead
+        # for every input from initialisation on, and a LayerNorm over them erases them when they
+        # hold one number (AlphaZero's value head has one plane). The dense layer is nonlinear.
+        self.conv = nnx.Conv(channels, head_channels, (1, 1), dtype=dtype, rngs=rngs)
+        self.dense = nnx.Linear(height * width * head_channels, head_hidden, dtype=dtype, rngs=rngs)
+        self.dense_norm = nnx.LayerNorm(head_hidden, dtype=dtype, rngs=rngs)
+        self.out = nnx.Linear(head_hidden, out, kernel_init=ZEROS, dtype=dtype, rngs=rngs)
+
+    def __call__(self, x: Array) -> Array:
+        x = self.conv(x).reshape(x.shape[0], -1)
+        x = jax.nn.relu(self.dense_norm(self.dense(x)))
+        return self.out(x).astype(jnp.float32)
+
+
+def normalize_hidden(x: Array) -> Array:
+    """Min-max scales each example's hidden state to ``[0, 1]`` (MuZero Appendix G)."""
+    # The range is taken in float32: in bf16, max - min loses most digits of a small range.
+    return min_max_normalize(x.astype(jnp.float32)).astype(x.dtype)

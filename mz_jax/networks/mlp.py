@@ -1,0 +1,171 @@
+"""The MLP MuZero network for vector observations (MuZero Appendix F, with dense layers).
+
+Representation, dynamics and prediction are MLPs of :class:`~mz_jax.networks.layers.DenseTorso`
+over a latent vector; the action enters the dynamics one-hot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from mz_jax import validation
+from mz_jax.networks.layers import ZEROS, DenseTorso, normalize_hidden
+from mz_jax.networks.pure import Params, as_pure_functions, check_dtype, check_shape
+from mz_jax.types import Array, ModelOutput, MuZeroNetwork
+
+
+class _MlpMuZero(nnx.Module):
+    """Representation, dynamics and prediction MLPs over a latent vector ``[B, latent_size]``."""
+
+    def __init__(
+        self,
+        *,
+        observation_size: int,
+        num_actions: int,
+        hidden_sizes: Sequence[int],
+        latent_size: int,
+        value_bins: int,
+        reward_bins: int,
+        dtype,
+        rngs: nnx.Rngs,
+    ):
+        last = hidden_sizes[-1]
+        dense = lambda n_in, n_out, **kw: nnx.Linear(n_in, n_out, dtype=dtype, rngs=rngs, **kw)
+        self.representation = DenseTorso(observation_size, hidden_sizes, dtype=dtype, rngs=rngs)
+        self.representation_out = dense(last, latent_size)
+        self.dynamics = DenseTorso(latent_size + num_actions, hidden_sizes, dtype=dtype, rngs=rngs)
+        self.dynamics_out = dense(last, latent_size)
+        self.prediction = DenseTorso(latent_size, hidden_sizes, dtype=dtype, rngs=rngs)
+        # Zero-initialised output layers: at initialisation every state has value 0, reward 0 and a
+        # uniform prior, so the first searches follow visit counts rather than the noise of an
+        # untrained network (common MuZero practice, e.g. EfficientZero).
+        self.reward_head = dense(last, reward_bins, kernel_init=ZEROS)
+        self.value_head = dense(last, value_bins, kernel_init=ZEROS)
+        self.policy_head = dense(last, num_actions, kernel_init=ZEROS)
+        self.num_actions = num_actions
+        self.reward_bins = reward_bins
+        self.dtype = dtype
+
+    def _predict(self, hidden: Array, reward_logits: Array) -> ModelOutput:
+        x = self.prediction(hidden)
+        return ModelOutput(
+            value_logits=self.value_head(x).astype(jnp.float32),
+            reward_logits=reward_logits,
+            policy_logits=self.policy_head(x).astype(jnp.float32),
+        )
+
+    def initial_inference(self, observation: Array) -> tuple[ModelOutput, Array]:
+        x = observation.reshape(observation.shape[0], -1).astype(self.dtype)
+        hidden = normalize_hidden(self.representation_out(self.representation(x)))
+        # The root has no incoming transition: zero reward logits, which the loss does not train.
+        reward_logits = jnp.zeros((hidden.shape[0], self.reward_bins), jnp.float32)
+        return self._predict(hidden, reward_logits), hidden
+
+    def recurrent_inference(self, hidden: Array, action: Array) -> tuple[ModelOutput, Array]:
+        action_one_hot = jax.nn.one_hot(action, self.num_actions, dtype=hidden.dtype)
+        x = self.dynamics(jnp.concatenate([hidden, action_one_hot], axis=-1))
+        next_hidden = normalize_hidden(self.dynamics_out(x))
+        reward_logits = self.reward_head(x).astype(jnp.float32)
+        return self._predict(next_hidden, reward_logits), next_hidden
+
+
+def make_mlp_network(
+    key: jax.Array | int,
+    *,
+    observation_shape: Sequence[int],
+    num_actions: int,
+    hidden_sizes: Sequence[int] = (64, 64),
+    latent_size: int = 64,
+    value_support_size: int = 10,
+    reward_support_size: int = 10,
+    dtype: Any = jnp.float32,
+) -> tuple[MuZeroNetwork, Params]:
+    """A MuZero network of MLPs for vector observations (MuZero Appendix F, with dense layers).
+
+    * representation: ``observation[B, *observation_shape]``, flattened,
+      ``-> hidden[B, latent_size]``;
+    * dynamics: ``concat(hidden, one_hot(action))[B, latent_size + A] ->`` the next hidden state and
+      ``reward_logits[B, 2 * reward_support_size + 1]``, both from one shared MLP;
+    * prediction: ``hidden -> value_logits[B, 2 * value_support_size + 1], policy_logits[B, A]``.
+
+    Every MLP is ``Linear -> LayerNorm -> ReLU`` per entry of ``hidden_sizes``. Hidden states are
+    min-max scaled to ``[0, 1]`` per example (Appendix G), the range of the one-hot action input.
+    The reward, value and policy output layers start at zero. The root's ``reward_logits`` (from
+    ``initial_inference``) are zeros.
+
+    Args:
+      key: a JAX PRNG key (or an int seed) for parameter initialisation.
+      observation_shape: the shape of one observation, without the batch axis; flattened.
+      num_actions: the number of actions A (>= 1).
+      hidden_sizes: widths of the hidden layers of each MLP (at least one layer).
+      latent_size: the size of the hidden state (>= 2: min-max scaling maps one number to 0).
+      value_support_size: S of the value support ``[-S, S]`` (>= 1).
+      reward_support_size: S of the reward support (>= 1).
+      dtype: the computation dtype (e.g. ``jnp.bfloat16``); parameters and logits stay float32,
+        the hidden state has this dtype.
+
+    Returns:
+      ``(network, params)``: the pure functions and a nested ``dict`` of float32 parameter arrays.
+      An action outside ``[0, A)`` is encoded as an all-zero one-hot vector (no error under jit).
+
+    Raises:
+      ValueError: for an invalid argument, naming it, its value and what is allowed.
+    """
+    network, init = mlp_network(
+        observation_shape=observation_shape,
+        num_actions=num_actions,
+        hidden_sizes=hidden_sizes,
+        latent_size=latent_size,
+        value_support_size=value_support_size,
+        reward_support_size=reward_support_size,
+        dtype=dtype,
+    )
+    return network, init(key)
+
+
+def mlp_network(
+    *,
+    observation_shape: Sequence[int],
+    num_actions: int,
+    hidden_sizes: Sequence[int] = (64, 64),
+    latent_size: int = 64,
+    value_support_size: int = 10,
+    reward_support_size: int = 10,
+    dtype: Any = jnp.float32,
+) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
+    """:func:`make_mlp_network` without a key: ``(network, init)``, with ``init(key) -> params``.
+
+    Nothing is compiled and no parameter is drawn until ``init`` is called (one compiled program);
+    the arguments are those of :func:`make_mlp_network` and are checked here.
+    """
+    observation_shape = check_shape("observation_shape", observation_shape)
+    validation.check("num_actions", num_actions, kind="argument")
+    # Any sequence of widths is taken (a list from a config file, a numpy array); a value that is
+    # no sequence at all fails the rule below.
+    with contextlib.suppress(TypeError):
+        hidden_sizes = tuple(hidden_sizes)
+    validation.check("hidden_sizes", hidden_sizes, kind="argument")
+    validation.check("latent_size", latent_size, kind="argument")
+    validation.check("value_support_size", value_support_size, kind="argument")
+    validation.check("reward_support_size", reward_support_size, kind="argument")
+    check_dtype(dtype)
+    build = lambda rngs: _MlpMuZero(
+        observation_size=math.prod(observation_shape),
+        num_actions=num_actions,
+        hidden_sizes=hidden_sizes,
+        latent_size=latent_size,
+        value_bins=2 * value_support_size + 1,
+        reward_bins=2 * reward_support_size + 1,
+        dtype=dtype,
+        rngs=rngs,
+    )
+    return as_pure_functions(
+        build, observation_shape=observation_shape, hidden_shape=(latent_size,)
+    )

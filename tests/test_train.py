@@ -1,0 +1,174 @@
+"""The build step and the compiled step around the per-device iteration: N iterations per call equal
+N calls, pmap runs the same function, derived search fields are derived (or refused), the logged
+learning rate is the one applied, and one rule checks a field wherever it appears."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from mz_jax import build, learner, metrics, networks
+from mz_jax.config import NetworkConfig, TrainConfig
+from mz_jax.mcts import SearchConfig, search
+from mz_jax.train import make_train
+
+CONFIG = TrainConfig(
+    env="gymnax:CartPole-v1",
+    num_envs=8,
+    batch_size=8,
+    rollout_length=2,
+    updates_per_iteration=1,
+    num_unroll_steps=2,
+    td_steps=2,
+    replay_capacity=8 * 6,
+    warmup_updates=2,
+    reanalyse_values=True,
+    target_update_every=2,
+    network=NetworkConfig(hidden_sizes=(16,), latent_size=16),
+    search=SearchConfig(num_simulations=2),
+)
+
+
+def _plain(tree):
+    as_data = lambda x: (
+        jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x
+    )
+    return jax.tree.map(lambda x: np.asarray(as_data(x)), jax.device_get(tree))
+
+
+def _run(config: TrainConfig, calls: int, *, pmap: bool = False):
+    trainer = make_train(config, devices=jax.devices()[:2])
+    state = trainer.init(3)
+    all_metrics = []
+    for _ in range(calls):
+        state, m = (trainer.pmap_step if pmap else trainer.step)(state)
+        all_metrics.append(_plain(m))
+    stacked = jax.tree.map(lambda *xs: np.concatenate(xs), *all_metrics)
+    return _plain(state), stacked
+
+
+def test_n_iterations_per_call_equal_n_calls_of_one():
+    # Windows of K + td + 1 = 5 steps: updates start in the third iteration, so both the skip and
+    # the learn branch run inside the scan.
+    one_state, one_metrics = _run(CONFIG, calls=6)
+    many_state, many_metrics = _run(CONFIG.replace(iterations_per_call=3), calls=2)
+    assert one_metrics["optim"]["updates"].tolist() == [0, 0, 1, 1, 1, 1]
+    assert int(many_state.iteration) == 6
+    jax.tree.map(np.testing.assert_array_equal, many_state, one_state)
+    jax.tree.map(np.testing.assert_array_equal, many_metrics, one_metrics)
+
+
+def test_pmap_runs_the_same_iterations_per_call():
+    config = CONFIG.replace(iterations_per_call=3)
+    sharded_state, sharded_metrics = _run(config, calls=2)
+    pmap_state, pmap_metrics = _run(config, calls=2, pmap=True)
+    close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    jax.tree.map(close, pmap_state.train, sharded_state.train)
+    jax.tree.map(close, pmap_state.replay, sharded_state.replay)
+    jax.tree.map(close, pmap_metrics, sharded_metrics)
+
+
+def test_metrics_are_one_nested_record_with_every_loss_term():
+    _, record = _run(CONFIG, calls=3)
+    names = metrics.flatten(record)
+    for term in ("total", "value", "reward", "policy", "weight_decay"):
+        assert f"loss/{term}" in names
+    assert {metrics.LEARNING_RATE, metrics.UPDATES, metrics.NONFINITE_IN_A_ROW} <= set(names)
+    assert metrics.NONFINITE_ENV_STEPS in names
+    assert metrics.flatten({"a": {"b": 1, "c": {"d": 2}}, "e": 3}) == {"a/b": 1, "a/c/d": 2, "e": 3}
+
+
+def test_logged_learning_rate_is_the_rate_applied_after_skipped_updates():
+    # Linear warm-up 0, 0.5, 1.0, ... of the applied updates. Two non-finite batches are skipped:
+    # they must not advance the schedule, so the next good update applies (and reports) rate 0.
+    schedule = learner.make_schedule(learning_rate=1.0, warmup_updates=2, decay_updates=None)
+    optimizer = learner.make_optimizer(
+        optimizer="sgd", learning_rate=schedule, momentum=0.0, max_grad_norm=100.0
+    )
+    loss_fn = lambda params, batch: (jnp.sum(params["w"] * batch), (None,))
+
+    def step(state, batch):
+        (_, _), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, batch)
+        rate = schedule(learner.applied_updates(state.opt_state))
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        return learner.TrainState(
+            optax.apply_updates(state.params, updates), opt_state, state.step + 1
+        ), rate
+
+    state = learner.init_train_state({"w": jnp.ones(2)}, optimizer)
+    rates = []
+    for batch in (jnp.full(2, jnp.nan), jnp.full(2, jnp.nan), jnp.ones(2), jnp.ones(2)):
+        state, rate = step(state, batch)
+        rates.append(float(rate))
+    assert rates == [0.0, 0.0, 0.0, 0.5]  # step counts 0, 1, 2, 3 would say 0, 0.5, 1, 1
+    assert int(state.step) == 4
+    np.testing.assert_allclose(state.params["w"], [0.5, 0.5])  # 1 - 0 * 1 - 0.5 * 1
+
+
+def test_build_derives_the_search_fields_and_draws_parameters_once_called():
+    components = build(CONFIG)
+    assert components.search_config.discount == CONFIG.discount
+    assert components.search_config.two_player is False
+    ttt = build(
+        CONFIG.replace(env="pgx:tic_tac_toe", discount=1.0, search=SearchConfig(num_simulations=2))
+    )
+    assert ttt.search_config.two_player is True
+    params = components.init_params(jax.random.key(0))
+    again = components.init_params(jax.random.key(0))
+    jax.tree.map(np.testing.assert_array_equal, params, again)
+    assert networks.count_params(params) > 0
+
+
+def test_a_search_field_that_disagrees_is_refused_not_replaced():
+    with pytest.raises(ValueError, match=r"'search.discount' = 0.5 is invalid.*discount \(0.99\)"):
+        TrainConfig(discount=0.99, search=SearchConfig(discount=0.5))
+    TrainConfig(discount=0.99, search=SearchConfig(discount=0.99))  # agreeing is fine
+    with pytest.raises(ValueError, match=r"'search.two_player' = True is invalid.*1 player"):
+        build(CONFIG.replace(search=SearchConfig(num_simulations=2, two_player=True)))
+
+
+def test_a_direct_search_needs_the_derived_fields_set():
+    network, init = networks.mlp_network(
+        observation_shape=(3,),
+        num_actions=2,
+        hidden_sizes=(8,),
+        latent_size=8,
+        value_support_size=2,
+        reward_support_size=2,
+    )
+    params = init(jax.random.key(0))
+    args = (params, jax.random.key(1), jnp.zeros((1, 3)), jnp.ones((1, 2), bool))
+    with pytest.raises(ValueError, match=r"SearchConfig\.discount is None"):
+        search(*args, network=network, config=SearchConfig(num_simulations=2))
+    config = SearchConfig(num_simulations=2, discount=0.9, two_player=False)
+    assert search(*args, network=network, config=config).action.shape == (1,)
+
+
+@pytest.mark.parametrize(
+    "field, value, in_config, in_factory",
+    [
+        ("latent_size", 1, lambda v: NetworkConfig(latent_size=v), {"latent_size": 1}),
+        ("num_blocks", -1, lambda v: NetworkConfig(num_blocks=v), {"num_blocks": -1}),
+        ("discount", 0.0, lambda v: SearchConfig(discount=v), None),
+    ],
+)
+def test_one_rule_per_field_wherever_it_appears(field, value, in_config, in_factory):
+    with pytest.raises(ValueError) as from_config:
+        in_config(value)
+    allowed = str(from_config.value).split("allowed ", 1)[1]
+    if field == "discount":  # the training discount: the same rule, the same words
+        with pytest.raises(ValueError) as from_training:
+            TrainConfig(discount=value)
+        assert str(from_training.value).endswith(allowed)
+        return
+    factory = networks.make_mlp_network if field == "latent_size" else networks.make_resnet_network
+    shape = (3,) if field == "latent_size" else (4, 4, 1)
+    with pytest.raises(ValueError) as from_factory:
+        factory(jax.random.key(0), observation_shape=shape, num_actions=2, **in_factory)
+    assert f"'{field}' = {value!r} is invalid" in str(from_factory.value)
+    assert str(from_factory.value).endswith(allowed)
+    # The boundary value is accepted by both.
+    in_config(value + 1)
