@@ -184,6 +184,22 @@ def training_sections(plan: Plan) -> str:
             update_section(results, plan.training),
             end_to_end_section(results, plan.training),
             seeds_section(results, plan.training),
+            per_call_section(results, plan.training),
+        ]
+    )
+
+
+def per_call_section(results: training.Results, settings: training.Settings) -> str:
+    return "\n".join(
+        [
+            "## Iterations per host call",
+            "",
+            f"`iterations_per_call` 1 and {settings.iterations_per_call} (a `lax.scan` of "
+            "iterations inside the jit, results equal to single calls) on the CartPole preset, "
+            "with the metrics fetched to the host after every call as `mz-jax train` does; median "
+            f"of {settings.vmapped_blocks} blocks of {settings.iterations} iterations.",
+            "",
+            format_table(*training.per_call_table(results)),
         ]
     )
 
