@@ -144,7 +144,7 @@ def search_section(plan: Plan) -> str:
         [
             "## Search: simulations per second",
             "",
-            f"One jitted `mz_jax.mcts` call with {n} simulations on a batch of roots, "
+            f"One jitted `mz_jax.search` call with {n} simulations on a batch of roots, "
             f"untrained two-layer MLP (hidden {search.HIDDEN_SIZE}); median of "
             f"{plan.search_repeats} calls after compilation. Simulations per second = batch × "
             "simulations / seconds per call.",

@@ -6,7 +6,7 @@ mz_jax needs a network as two pure functions (a :class:`mz_jax.MuZeroNetwork`)::
     recurrent_inference(params, hidden[B, ...], action[B])  -> (ModelOutput, hidden[B, ...])
 
 This example builds that pair twice and hands each to the loss (``make_loss_fn``) and to the search
-(``mz_jax.mcts``), jitted.
+(``mz_jax.search``), jitted.
 
     python examples/custom_network.py
 """

@@ -5,10 +5,10 @@
     agent = mz_jax.agent.Agent.restore("runs/cartpole")
     action = agent.act(key, observation)            # observation [B, ...] -> action [B] int32
 
-Acting is the evaluation mode of the search (:func:`mz_jax.mcts` with ``greedy=True``): no
+Acting is the evaluation mode of the search (:func:`mz_jax.search` with ``greedy=True``): no
 root noise, the deterministic choice of the search, so the action depends on the parameters and the
 observation alone. The network, environment and search settings are rebuilt from the run's
-``config.json`` exactly as training built them (:func:`mz_jax.train.make_train`).
+``config.json`` exactly as training built them (:func:`mz_jax.build`).
 """
 
 from __future__ import annotations

@@ -33,8 +33,6 @@ import orbax.checkpoint as ocp
 
 from mz_jax.workdir import CHECKPOINT_DIR, CORRUPTED_DIR
 
-# A checkpoint's meta holds the run's configuration in this form; run.py builds that meta.
-
 _TMP_MARKER = ".orbax-checkpoint-tmp"
 
 

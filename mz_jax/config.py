@@ -220,6 +220,9 @@ class TrainConfig:
 
     def check_devices(self, num_devices: int) -> None:
         """Raises if the batch or the environments cannot be split evenly over ``num_devices``."""
+        devices = validation.integer(1)
+        if not devices.accepts(num_devices):
+            fail("number of devices", num_devices, devices.allowed)
         for name in ("num_envs", "batch_size"):
             value = getattr(self, name)
             if value % num_devices:

@@ -45,6 +45,10 @@ LEARNING_RATE = "optim/learning_rate"
 UPDATES = "optim/updates"
 NONFINITE_IN_A_ROW = "optim/nonfinite_in_a_row"
 NONFINITE_ENV_STEPS = "actor/nonfinite_env_steps"
+EPISODES = "actor/episodes"
+EPISODE_RETURN_SUM = "actor/episode_return_sum"
+EPISODE_LENGTH_SUM = "actor/episode_length_sum"
+"""Per-iteration sums of the episodes that ended; the host logs them as ``train/...`` means."""
 
 
 def flatten(record: Any, prefix: str = "") -> dict[str, Any]:

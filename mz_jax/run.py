@@ -32,7 +32,9 @@ class NonFiniteError(RuntimeError):
     """Training produced non-finite values for too long, or the environment did."""
 
 
-_WINDOW_SUMS = frozenset({"actor/episodes", "actor/episode_return_sum", "actor/episode_length_sum"})
+_WINDOW_SUMS = frozenset(
+    {metrics_lib.EPISODES, metrics_lib.EPISODE_RETURN_SUM, metrics_lib.EPISODE_LENGTH_SUM}
+)
 """Per-iteration sums the host turns into the means over its log window (``train/...``)."""
 
 
@@ -129,6 +131,7 @@ def run_training(
         _, state, meta = restored
         wall_offset, next_eval = float(meta["wall_s"]), int(meta["next_eval_env_steps"])
     iteration = _first(state.iteration)
+    updates = _first(state.train.step)  # counted on the host from here on: no fetch per iteration
     per_iteration = trainer.env_steps_per_iteration
     env_steps = iteration * per_iteration
     forget_metrics_after(workdir, env_steps)
@@ -149,7 +152,7 @@ def run_training(
         if restored is not None:
             print(
                 f"resumed from checkpoint {iteration} (iteration {iteration}, update "
-                f"{_first(state.train.step)}, env step {env_steps:,})",
+                f"{updates}, env step {env_steps:,})",
                 flush=True,
             )
 
@@ -224,24 +227,18 @@ def run_training(
                 name: np.asarray(value, np.float64).reshape(per_call, num_seeds)
                 for name, value in metrics_lib.flatten(jax.device_get(metrics)).items()
             }
-            updates_after_call = _first(state.train.step)
-            later_updates = np.cumsum(metrics[metrics_lib.UPDATES][::-1, 0])[::-1]
             failure = None
             for i in range(per_call):
                 iteration += 1
                 iterations_this_call += 1
                 env_steps = iteration * per_iteration
-                updates = (
-                    updates_after_call
-                    - int(later_updates[i])
-                    + int(metrics[metrics_lib.UPDATES][i, 0])
-                )
+                updates += int(metrics[metrics_lib.UPDATES][i, 0])  # the same for every seed
                 of_iteration = {name: value[i] for name, value in metrics.items()}
                 last_metrics = {k: float(v.mean()) for k, v in of_iteration.items()}
                 failure = _nonfinite_error(config, of_iteration, step=updates, env_steps=env_steps)
-                window["episodes"] += of_iteration["actor/episodes"]
-                window["return_sum"] += of_iteration["actor/episode_return_sum"]
-                window["length_sum"] += of_iteration["actor/episode_length_sum"]
+                window["episodes"] += of_iteration[metrics_lib.EPISODES]
+                window["return_sum"] += of_iteration[metrics_lib.EPISODE_RETURN_SUM]
+                window["length_sum"] += of_iteration[metrics_lib.EPISODE_LENGTH_SUM]
                 last_of_call = i == per_call - 1
                 eval_returns = None
                 if (

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from mz_jax import metrics
-from mz_jax.workdir import METRICS_FILE, RESULTS_FILE
+from mz_jax.workdir import RESULTS_FILE, read_metrics
 
 
 class Curve(NamedTuple):
@@ -85,17 +85,8 @@ def metric_curves(workdir: str | Path, metric: str, *, default_seed: int = 0) ->
     Returns:
       seed -> :class:`Curve`, seeds in increasing order; empty if there is no file or no value.
     """
-    path = Path(workdir) / METRICS_FILE
-    if not path.is_file():
-        return {}
     points: dict[int, dict[int, float]] = {}
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(record, dict):
-            continue
+    for record in read_metrics(workdir):
         value, steps = finite_number(record.get(metric)), finite_number(record.get("env_steps"))
         if value is None or steps is None:
             continue

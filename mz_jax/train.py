@@ -188,13 +188,11 @@ def make_train(config: TrainConfig | Components, *, devices: list | None = None)
     mesh = jax.sharding.Mesh(np.asarray(devices), (AXIS,))
     num_seeds = config.num_seeds
 
-    init = functools.partial(iteration_lib.init, components)
     one_iteration = functools.partial(iteration_lib.iteration, components)
     if num_seeds > 1:
         # Seeds as a leading axis of every leaf. A `lax.cond` whose predicate is batched becomes a
         # select, so while the replay warms up the updates are computed and discarded (the
         # predicate is the same for every seed).
-        init = _seeded_init(init, num_seeds)
         one_iteration = jax.vmap(one_iteration)
     per_device_step = functools.partial(
         _iterations, one_iteration, num_iterations=config.iterations_per_call
@@ -224,7 +222,7 @@ def make_train(config: TrainConfig | Components, *, devices: list | None = None)
     return Trainer(
         components=components,
         mesh=mesh,
-        init=jax.jit(init, out_shardings=shardings),
+        init=jax.jit(run_init(components), out_shardings=shardings),
         step=step,
         evaluate=jax.jit(jax.vmap(evaluate) if num_seeds > 1 else evaluate),
         per_device_step=per_device_step,
@@ -239,12 +237,8 @@ def make_train(config: TrainConfig | Components, *, devices: list | None = None)
 def abstract_run_state(components: Components, mesh: jax.sharding.Mesh) -> tuple[Any, Any]:
     """The run state's partition specs and its shapes, dtypes and shardings on ``mesh``
     (``jax.ShapeDtypeStruct`` leaves; nothing is computed), e.g. to restore a checkpoint."""
-    init = functools.partial(iteration_lib.init, components)
-    num_seeds = components.config.num_seeds
-    if num_seeds > 1:
-        init = _seeded_init(init, num_seeds)
-    shapes = jax.eval_shape(init, 0)
-    specs = state_specs(shapes, seeded=num_seeds > 1)
+    shapes = jax.eval_shape(run_init(components), 0)
+    specs = state_specs(shapes, seeded=components.config.num_seeds > 1)
     abstract_state = jax.tree.map(
         lambda s, spec: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=NamedSharding(mesh, spec)),
         shapes,
@@ -253,11 +247,14 @@ def abstract_run_state(components: Components, mesh: jax.sharding.Mesh) -> tuple
     return specs, abstract_state
 
 
-def _seeded_init(init: Callable, num_seeds: int) -> Callable:
-    def seeded(seed):
-        return jax.vmap(init)(seed + jnp.arange(num_seeds))
-
-    return seeded
+def run_init(components: Components) -> Callable[[int | Array], RunState]:
+    """``init(seed)``: the state of a new run; with ``num_seeds = S > 1``, of the S runs of seeds
+    ``seed .. seed + S - 1`` stacked along a leading axis of every leaf."""
+    init = functools.partial(iteration_lib.init, components)
+    num_seeds = components.config.num_seeds
+    if num_seeds == 1:
+        return init
+    return lambda seed: jax.vmap(init)(seed + jnp.arange(num_seeds))
 
 
 def _iterations(

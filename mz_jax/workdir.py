@@ -185,26 +185,34 @@ def check_workdir(workdir: Path, *, required_bytes: int = 0) -> None:
         )
 
 
-def read_metrics(workdir: str | Path) -> list[dict]:
-    """The records of ``workdir/metrics.jsonl``."""
+def _metrics_lines(workdir: str | Path) -> list[tuple[str, dict]]:
+    """``(line, record)`` for each complete record of ``workdir/metrics.jsonl``; a line torn by a
+    kill in mid-write (or anything else that is not a JSON object) is skipped."""
     path = Path(workdir) / METRICS_FILE
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def forget_metrics_after(workdir: Path, env_steps: int) -> None:
-    """Drops the records of ``metrics.jsonl`` past ``env_steps``: a resumed run is about to redo those
-    iterations (and write them again). Also drops a line torn by a kill in mid-write."""
-    path = workdir / METRICS_FILE
-    if not path.exists() or jax.process_index() != 0:
-        return
-    kept = []
+    lines = []
     for line in path.read_text().splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and record.get("env_steps", 0) <= env_steps:
-            kept.append(line + "\n")
-    write_atomically(path, "".join(kept))
+        if isinstance(record, dict):
+            lines.append((line, record))
+    return lines
+
+
+def read_metrics(workdir: str | Path) -> list[dict]:
+    """The records of ``workdir/metrics.jsonl`` (a line torn by a kill in mid-write is skipped)."""
+    return [record for _, record in _metrics_lines(workdir)]
+
+
+def forget_metrics_after(workdir: Path, env_steps: int) -> None:
+    """Drops the records of ``metrics.jsonl`` past ``env_steps``: a resumed run is about to redo those
+    iterations (and write them again). Also drops a line torn by a kill in mid-write."""
+    if not (workdir / METRICS_FILE).exists() or jax.process_index() != 0:
+        return
+    kept = [
+        line + "\n" for line, r in _metrics_lines(workdir) if r.get("env_steps", 0) <= env_steps
+    ]
+    write_atomically(workdir / METRICS_FILE, "".join(kept))
