@@ -41,7 +41,7 @@ def make_grad_fn(network, unroll_kind, scan_unroll=1):
         if unroll_kind == "scan":
             predictions = unroll_model(
                 network, params, batch.observation, batch.actions, unroll=scan_unroll
-            )
+            ).predictions
         else:
             predictions = python_loop_unroll(network, params, batch.observation, batch.actions)
         return loss_from_predictions(predictions, batch)

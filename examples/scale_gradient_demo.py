@@ -116,7 +116,7 @@ def muzero_loss(network, params, batch, *, halve_hidden: bool, divide_by_k: bool
         batch.observation,
         batch.actions,
         hidden_grad_scale=0.5 if halve_hidden else 1.0,
-    )
+    ).predictions
     value_ce = cross_entropy(
         predictions.value_logits, scalar_to_support(batch.target_value, SUPPORT)
     )

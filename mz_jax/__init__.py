@@ -8,7 +8,7 @@ The public contract (``DESIGN.md``): ``scale_gradient``; the data types (``Model
 ``run_training`` is the host loop with checkpoints and logs, ``Agent`` acts with a trained run.
 
 Submodules hold the rest, one job each: ``networks``, ``transforms``, ``mcts``, ``envs``,
-``actor``, ``replay``, ``targets``, ``learner``, ``iteration``, ``train``, ``run``, ``metrics``,
+``actor``, ``replay``, ``targets``, ``reanalyse``, ``learner``, ``iteration``, ``train``, ``run``, ``metrics``,
 ``checkpoint``, ``workdir``, ``presets``, ``suite``.
 """
 
@@ -19,6 +19,7 @@ from mz_jax import (
     mcts,
     metrics,
     networks,
+    reanalyse,
     replay,
     targets,
     transforms,
@@ -81,6 +82,7 @@ __all__ = [
     "metrics",
     "min_max_normalize",
     "networks",
+    "reanalyse",
     "register_env",
     "replay",
     "run_training",

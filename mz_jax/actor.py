@@ -78,6 +78,7 @@ def rollout(
     num_steps: int,
     temperature: float | Array = 1.0,
     random_action_probability: float | Array = 0.0,
+    record_final_observation: bool = False,
 ) -> tuple[ActorState, Trajectory, RolloutStats]:
     """Plays ``num_steps`` steps in every environment with search; returns data ``[T, E, ...]``.
 
@@ -87,8 +88,13 @@ def rollout(
 
     With ``random_action_probability`` p > 0 (a number or a traced scalar), each environment plays a
     uniformly random legal action instead of the search's with probability p; the recorded policy
-    target is still the search's. At a Python 0 the program and its random numbers are those
+    target is still the search's, and the step is recorded as ``exploratory`` (the value targets of
+    the search's policy stop there). At a Python 0 the program and its random numbers are those
     without the option.
+
+    With ``record_final_observation`` (static), the observation and player a truncated transition
+    reached are recorded too, so that reanalyse can refresh its ``bootstrap_value``; otherwise
+    ``final_observation`` is a placeholder 0 per step (see :func:`transition_spec`).
     """
 
     def step(carry, step_key):
@@ -106,6 +112,7 @@ def rollout(
         )
         num_envs = out.action.shape[0]
         action = out.action
+        explore = jnp.zeros(num_envs, bool)
         if not (
             isinstance(random_action_probability, int | float) and random_action_probability == 0
         ):
@@ -113,8 +120,10 @@ def rollout(
             random_action = jax.random.categorical(
                 uniform_key, jnp.where(timestep.legal_action_mask, 0.0, -jnp.inf)
             ).astype(action.dtype)
-            explore = jax.random.uniform(explore_key, (num_envs,)) < random_action_probability
-            action = jnp.where(explore, random_action, action)
+            draws = jax.random.uniform(explore_key, (num_envs,)) < random_action_probability
+            action = jnp.where(draws, random_action, action)
+            # A random draw of the search's own action keeps the step on the search's policy.
+            explore = action != out.action
         env_state, next_timestep = jax.vmap(env.step)(
             jax.random.split(env_key, num_envs), actor.env_state, action
         )
@@ -136,6 +145,8 @@ def rollout(
             player=timestep.player,
             legal_action_mask=timestep.legal_action_mask,
             bootstrap_value=bootstrap_value,
+            exploratory=explore,
+            **_final(next_timestep, record_final_observation),
         )
         done = next_timestep.terminated | next_timestep.truncated
         episode_return = actor.episode_return + next_timestep.reward * _perspective_sign(
@@ -250,10 +261,33 @@ def evaluate(
     return EvalResult(episode_return=ret, episode_length=length, completed=done)
 
 
-def transition_spec(env: Env) -> Trajectory:
-    """The shapes and dtypes of one recorded transition of ``env`` (for sizing the replay)."""
+def _final(timestep: TimeStep, record: bool) -> dict[str, Array]:
+    """The ``final_observation`` and ``final_player`` fields of a batch of recorded transitions."""
+    num_envs = timestep.truncated.shape[0]
+    if not record:
+        return {
+            "final_observation": jnp.zeros((num_envs,), jnp.float32),
+            "final_player": jnp.zeros(num_envs, jnp.int32),
+        }
+    truncated = timestep.truncated
+    where = truncated.reshape(num_envs, *(1,) * (timestep.final_observation.ndim - 1))
+    return {
+        "final_observation": jnp.where(where, timestep.final_observation, 0.0).astype(jnp.float32),
+        "final_player": jnp.where(truncated, timestep.final_player, 0).astype(jnp.int32),
+    }
+
+
+def transition_spec(env: Env, *, final_observation: bool = False) -> Trajectory:
+    """The shapes and dtypes of one recorded transition of ``env`` (for sizing the replay).
+
+    ``final_observation``: whether rollouts record the observation a truncated transition reached
+    (``rollout(record_final_observation=True)``): it doubles the observations' memory, so it is
+    kept only where reanalyse refreshes truncation bootstraps; else the field is a scalar
+    placeholder (orbax does not save arrays of size 0).
+    """
     num_actions = env.num_actions
     scalar = lambda dtype: jax.ShapeDtypeStruct((), dtype)
+    observation_shape = tuple(env.observation_shape) if final_observation else ()
     return Trajectory(
         observation=jax.ShapeDtypeStruct(tuple(env.observation_shape), jnp.float32),
         action=scalar(jnp.int32),
@@ -265,4 +299,7 @@ def transition_spec(env: Env) -> Trajectory:
         player=scalar(jnp.int32),
         legal_action_mask=jax.ShapeDtypeStruct((num_actions,), jnp.bool_),
         bootstrap_value=scalar(jnp.float32),
+        exploratory=scalar(jnp.bool_),
+        final_observation=jax.ShapeDtypeStruct(observation_shape, jnp.float32),
+        final_player=scalar(jnp.int32),
     )

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import optax
 
-from mz_jax import learner, networks
+from mz_jax import learner, networks, transforms
 from mz_jax.config import NetworkConfig, TrainConfig
 from mz_jax.envs import Env, make_env
 from mz_jax.loss import LossFn, make_loss_fn
@@ -37,6 +37,7 @@ class Components:
 
     Attributes:
       config: the configuration they were built from.
+      network_config: ``config.network`` with its derived fields set (the support sizes).
       env: the training environment.
       network: the MuZero network's pure functions.
       init_params: ``init_params(key) -> params``, one compiled program drawing every initial
@@ -48,6 +49,7 @@ class Components:
     """
 
     config: TrainConfig
+    network_config: NetworkConfig
     env: Env
     network: MuZeroNetwork
     init_params: Callable[[Array], Params]
@@ -71,7 +73,10 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
     if not isinstance(config, TrainConfig):
         raise ValueError(f"config must be a mz_jax.TrainConfig; got {type(config).__name__}")
     env = make_env(config.env, max_episode_steps=config.max_episode_steps)
-    network, init_params = make_network(config.network, env)
+    network_config = network_config_for(config, env)
+    network, init_params = make_network(
+        network_config, env, projection=config.consistency_loss_weight > 0
+    )
     schedule = learner.make_schedule(
         learning_rate=config.learning_rate,
         warmup_updates=config.warmup_updates,
@@ -79,6 +84,7 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
     )
     return Components(
         config=config,
+        network_config=network_config,
         env=env,
         network=network,
         init_params=init_params,
@@ -86,8 +92,9 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
         loss_fn=make_loss_fn(
             network,
             value_loss_weight=config.value_loss_weight,
-            weight_decay=config.weight_decay,
+            weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
             hidden_grad_scale=config.hidden_grad_scale,
+            consistency_loss_weight=config.consistency_loss_weight,
             unroll=unroll,
         ),
         schedule=schedule,
@@ -96,6 +103,7 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
             learning_rate=schedule,
             momentum=config.momentum,
             max_grad_norm=config.max_grad_norm,
+            weight_decay=config.weight_decay if config.decoupled_weight_decay else 0.0,
         ),
     )
 
@@ -112,10 +120,70 @@ def search_config_for(config: TrainConfig, env: Env) -> SearchConfig:
     return dataclasses.replace(config.search, discount=config.discount, two_player=two_player)
 
 
+def return_bound(env: Env, discount: float) -> float | None:
+    """The largest |return| (and so |value|) ``env`` can give at ``discount``, or None where it
+    has no bound: the reward bound times the discounted length of the longest episode, or the
+    environment's own ``return_bound`` where that is smaller (games scored once, at the end)."""
+    bounds = [env.return_bound]
+    if env.reward_bound is not None:
+        steps = env.max_episode_steps
+        if steps is not None:
+            length = steps if discount >= 1.0 else (1.0 - discount**steps) / (1.0 - discount)
+            bounds.append(env.reward_bound * length)
+        elif discount < 1.0:
+            bounds.append(env.reward_bound / (1.0 - discount))
+    known = [float(b) for b in bounds if b is not None]
+    return min(known) if known else None
+
+
+def network_config_for(config: TrainConfig, env: Env) -> NetworkConfig:
+    """``config.network`` with support sizes that represent the returns and rewards of ``env``:
+    derived where None (at least 10, today's MuZero default), checked where set."""
+    network = config.network
+    horizon = network.value_prefix_horizon or 1
+    reward_bound = None if env.reward_bound is None else env.reward_bound * horizon
+    bounds = {
+        "value_support_size": (return_bound(env, config.discount), "returns"),
+        "reward_support_size": (reward_bound, "value prefixes" if horizon > 1 else "rewards"),
+    }
+    sizes = {}
+    for name, (bound, what) in bounds.items():
+        size = getattr(network, name)
+        if bound is None:
+            if size is None:
+                fail(
+                    f"network.{name}",
+                    None,
+                    f"an integer >= 1: {env.name} states no bound on its {what} at discount "
+                    f"{config.discount}, so the support cannot be sized for it",
+                )
+            sizes[name] = size
+            continue
+        needed = transforms.support_size_for(bound, minimum=1)
+        if size is not None and size < needed:
+            fail(
+                f"network.{name}",
+                size,
+                f"None (sized automatically) or an integer >= {needed}: the {what} of {env.name} "
+                f"at discount {config.discount} reach {bound:.4g}, and a support [-{size}, {size}] "
+                f"represents at most {float(transforms.h_inv(size)):.4g}",
+            )
+        sizes[name] = size if size is not None else max(needed, 10)
+    return dataclasses.replace(network, **sizes)
+
+
 def make_network(
-    config: NetworkConfig, env: Env
+    config: NetworkConfig, env: Env, *, projection: bool = False
 ) -> tuple[MuZeroNetwork, Callable[[Array], Params]]:
-    """The network of ``config`` for ``env``'s observations and actions, and its ``init(key)``."""
+    """The network of ``config`` for ``env``'s observations and actions, and its ``init(key)``.
+
+    The support sizes of ``config`` must be set (see :func:`network_config_for`); ``projection``
+    adds the projection network and head of the consistency loss."""
+    for name in ("value_support_size", "reward_support_size"):
+        if getattr(config, name) is None:
+            fail(
+                f"network.{name}", None, "an integer >= 1 (build() derives it from the environment)"
+            )
     kind = config.kind
     if kind == "auto":
         kind = "resnet" if len(env.observation_shape) == 3 else "mlp"
@@ -124,6 +192,9 @@ def make_network(
         num_actions=env.num_actions,
         value_support_size=config.value_support_size,
         reward_support_size=config.reward_support_size,
+        projection_size=config.projection_size if projection else None,
+        value_prefix_horizon=config.value_prefix_horizon,
+        lstm_size=config.lstm_size,
     )
     if kind == "mlp":
         return networks.mlp_network(

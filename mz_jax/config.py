@@ -30,13 +30,27 @@ class NetworkConfig:
     """ResNet: residual blocks in each of the representation, dynamics and prediction functions."""
     downsample: bool = False
     """ResNet: downsample large images as in the MuZero Atari network (96x96 -> 6x6)."""
-    value_support_size: int = 10
-    """S of the value support [-S, S] (2S+1 bins, in h-transformed units)."""
-    reward_support_size: int = 10
-    """S of the reward support [-S, S]."""
+    value_support_size: int | None = None
+    """S of the value support [-S, S] (2S+1 bins, in h-transformed units). None: the smallest S >= 10
+    that represents every return the environment can give at this discount (reward bound times
+    the discounted length of an episode); a set S that cannot is refused."""
+    reward_support_size: int | None = None
+    """S of the reward support [-S, S]. None: the smallest S >= 10 that represents the environment's
+    largest reward (times value_prefix_horizon with a value prefix); a set S that cannot is refused."""
+    projection_size: int = 128
+    """Width of the projection network and its prediction head, built only when
+    consistency_loss_weight > 0 (EfficientZero's self-supervised consistency loss)."""
+    value_prefix_horizon: int | None = None
+    """None: the reward heads predict each transition's reward (MuZero). H: an LSTM over the unrolled
+    hidden states predicts the value prefix, the sum of rewards since it was last reset, every H
+    steps of an unroll or of a search path (EfficientZero §4.2; 5 in the paper)."""
+    lstm_size: int = 64
+    """Width of the value-prefix LSTM (with value_prefix_horizon)."""
 
     def __post_init__(self) -> None:
-        validation.check_fields(self, prefix="network.")
+        validation.check_fields(
+            self, prefix="network.", optional=("value_support_size", "reward_support_size")
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,17 +112,34 @@ class TrainConfig:
     max_grad_norm: float = 5.0
     """Global gradient-norm clipping threshold."""
     weight_decay: float = 1e-4
-    """L2 penalty coefficient in the loss."""
+    """Weight-decay coefficient: an L2 penalty in the loss, or with decoupled_weight_decay the
+    decay applied by the optimiser."""
+    decoupled_weight_decay: bool = False
+    """Apply weight_decay in the optimiser (AdamW; SGD with decoupled decay) rather than as an L2
+    term in the loss, which under Adam is not weight decay (Loshchilov and Hutter, 2019)."""
     value_loss_weight: float = 0.25
     """Weight of the value loss (0.25 in MuZero Reanalyse)."""
+    consistency_loss_weight: float = 0.0
+    """Weight of EfficientZero's self-supervised consistency loss (2 in the paper): the projected
+    unrolled hidden states are pulled towards the projected representations of the observations
+    actually reached. 0: off (the MuZero loss)."""
     reanalyse_values: bool = False
     """Bootstrap the n-step value targets from the network's value of the stored observations,
     with target parameters a few updates old (fresh values, as MuZero Reanalyse and EfficientZero
     compute them), instead of the search values stored when acting, which grow stale in the
-    replay."""
+    replay; the bootstrap values of truncated episodes are refreshed too (their final
+    observations are then stored)."""
+    reanalyse_policy_fraction: float = 0.0
+    """Fraction of each batch, in [0, 1], whose policy targets come from a fresh search with the
+    target parameters from the stored observations (MuZero Reanalyse; EfficientZero §4.3) instead
+    of the search policies stored when acting."""
+    off_policy_correction_steps: int | None = None
+    """EfficientZero's off-policy correction: a window whose first step was collected a environment
+    steps ago uses n = td_steps - floor(a / this) steps of real rewards (at least 1) before
+    bootstrapping. None: td_steps for all data."""
     target_update_every: int = 100
-    """With reanalyse_values: learner updates between copies of the parameters into the target
-    parameters whose values the targets bootstrap from (1: always the current parameters)."""
+    """With reanalyse_values or reanalyse_policy_fraction: learner updates between copies of the
+    parameters into the target parameters that reanalyse uses (1: always the current parameters)."""
     hidden_grad_scale: float = 0.5
     """Gradient scale of the hidden state between unrolled steps (1/2 in the paper)."""
     max_consecutive_nonfinite: int = 10
@@ -123,7 +154,8 @@ class TrainConfig:
     random_action_probability: float = 0.0
     """Self-play plays a uniformly random legal action instead of the search's with this
     probability, in [0, 1]: positions the agent's own play never reaches (a blunder to punish in a
-    board game) get into the data. The policy target stays the search's."""
+    board game) get into the data. The policy target stays the search's, and the n-step value
+    targets stop at such a step, bootstrapping from its search value."""
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
     """The MuZero network."""
 
@@ -207,6 +239,11 @@ class TrainConfig:
                 f"at most replay_capacity // num_envs = {slots} (the steps one environment stream "
                 "holds; more would never be reached)",
             )
+
+    @property
+    def uses_target_params(self) -> bool:
+        """Whether reanalyse reads target parameters (kept in the run state and refreshed)."""
+        return self.reanalyse_values or self.reanalyse_policy_fraction > 0
 
     @property
     def window_length(self) -> int:

@@ -16,17 +16,17 @@ import jax
 import jax.numpy as jnp
 
 from mz_jax import actor as actor_lib
-from mz_jax import learner
+from mz_jax import learner, reanalyse
 from mz_jax import replay as replay_lib
 from mz_jax.build import Components
-from mz_jax.targets import make_targets, reanalyse_values
+from mz_jax.targets import make_targets
 from mz_jax.types import Array, Params
 
 AXIS = learner.AXIS
 
 IterationMetrics = dict[str, Any]
 """The scalars of one iteration, the same on every device, as a nested record (names and meanings
-in :mod:`mz_jax.metrics`): ``loss`` and ``optim`` (means over the iteration's updates), ``actor``
+in :mod:`mz_jax.metrics`): ``loss``, ``targets`` and ``optim`` (means over the iteration's updates), ``actor``
 and ``replay``."""
 
 
@@ -35,7 +35,7 @@ class RunState(NamedTuple):
 
     Attributes:
       train: parameters, optimiser state and update count (replicated).
-      target_params: the parameters that ``reanalyse_values`` bootstraps value targets with, a
+      target_params: the parameters reanalyse (:mod:`mz_jax.reanalyse`) computes targets with, a
         copy of ``train.params`` refreshed every ``target_update_every`` updates (replicated).
       actor: self-play environments (sharded over 'data' along the environment axis).
       replay: the replay buffer (data sharded over 'data' along the environment axis).
@@ -61,13 +61,19 @@ def init(components: Components, seed: int | Array) -> RunState:
         target_params=jax.tree.map(jnp.copy, params),
         actor=actor_lib.init_actor(env, actor_key, num_envs=config.num_envs),
         replay=replay_lib.init(
-            actor_lib.transition_spec(env),
+            actor_lib.transition_spec(env, final_observation=records_final_observation(components)),
             capacity=config.replay_capacity,
             num_envs=config.num_envs,
         ),
         key=run_key,
         iteration=jnp.zeros((), jnp.int32),
     )
+
+
+def records_final_observation(components: Components) -> bool:
+    """Whether self-play stores the observations truncated episodes reached (for reanalyse to
+    refresh their bootstrap values): only with ``reanalyse_values`` and a time limit."""
+    return components.config.reanalyse_values and components.env.max_episode_steps is not None
 
 
 def temperature_at(schedule: tuple[tuple[float, float], ...], progress: Array) -> Array:
@@ -103,6 +109,7 @@ def iteration(components: Components, state: RunState) -> tuple[RunState, Iterat
         num_steps=config.rollout_length,
         temperature=temperature,
         random_action_probability=config.random_action_probability,
+        record_final_observation=records_final_observation(components),
     )
     stats = jax.lax.psum(stats, AXIS)
     replay = replay_lib.add(state.replay, trajectory)
@@ -122,6 +129,7 @@ def iteration(components: Components, state: RunState) -> tuple[RunState, Iterat
     consecutive, total = learner.nonfinite_counts(train.opt_state)
     metrics = {
         "loss": update_metrics["loss"],
+        "targets": update_metrics["targets"],
         "optim": {
             **update_metrics["optim"],
             "nonfinite_in_a_row": consecutive,
@@ -159,12 +167,15 @@ def _learn(
     """``updates_per_iteration`` learner updates; metrics are their means (``optim/updates``: the
     count)."""
     config = components.config
+    batch_size = config.batch_size // jax.lax.axis_size(AXIS)
+    reanalysed_policies = round(config.reanalyse_policy_fraction * batch_size)
     make_batch_targets = jax.vmap(
         functools.partial(
             make_targets,
             num_unroll_steps=config.num_unroll_steps,
             td_steps=config.td_steps,
             discount=config.discount,
+            next_observation=config.consistency_loss_weight > 0,
         )
     )
 
@@ -173,20 +184,37 @@ def _learn(
         windows, index, weights = replay_lib.sample(
             replay,
             update_key,
-            batch_size=config.batch_size // jax.lax.axis_size(AXIS),
+            batch_size=batch_size,
             window_length=config.window_length,
             alpha=config.priority_alpha,
             beta=beta,
         )
+        td_steps = None
+        if config.off_policy_correction_steps is not None:
+            age = reanalyse.window_age(replay, index, num_envs=config.num_envs)
+            td_steps = reanalyse.td_steps_for_age(
+                age,
+                td_steps=config.td_steps,
+                correction_steps=config.off_policy_correction_steps,
+            )
         if config.reanalyse_values:
-            windows = reanalyse_values(
+            windows = reanalyse.refresh_values(
                 target_params,
                 windows,
                 network=components.network,
-                num_unroll_steps=config.num_unroll_steps,
-                td_steps=config.td_steps,
+                final_observations=records_final_observation(components),
             )
-        batch = make_batch_targets(windows)._replace(weight=weights)
+        if reanalysed_policies:
+            windows = reanalyse.refresh_policies(
+                target_params,
+                jax.random.fold_in(update_key, 1),
+                windows,
+                network=components.network,
+                search_config=components.search_config,
+                num_unroll_steps=config.num_unroll_steps,
+                count=reanalysed_policies,
+            )
+        batch = make_batch_targets(windows, td_steps_used=td_steps)._replace(weight=weights)
         train, aux, metrics = learner.update(
             train,
             batch,
@@ -195,7 +223,7 @@ def _learn(
             schedule=components.schedule,
         )
         replay = replay_lib.update_priorities(replay, index, aux.priority, axis_name=AXIS)
-        if config.reanalyse_values:
+        if config.uses_target_params:
             refresh = train.step % config.target_update_every == 0
             target_params = jax.tree.map(
                 lambda new, old: jnp.where(refresh, new, old), train.params, target_params

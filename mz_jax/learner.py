@@ -10,6 +10,8 @@ wrap the update alone: parameters replicated, the batch split over devices along
 from __future__ import annotations
 
 import functools
+import math
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -41,7 +43,8 @@ class TrainState(NamedTuple):
 
 UpdateMetrics = dict[str, Any]
 """The scalars of one update, averaged over devices, as a nested record (:mod:`mz_jax.metrics`):
-``{'loss': LossAux.losses, 'optim': {'grad_norm', 'learning_rate', 'finite'}}``."""
+``{'loss': LossAux.losses, 'targets': LossAux.clipped, 'optim': {'grad_norm', 'learning_rate',
+'finite'}}``."""
 
 
 def make_schedule(
@@ -64,6 +67,7 @@ def make_optimizer(
     learning_rate: float | optax.Schedule = 3e-3,
     momentum: float = 0.9,
     max_grad_norm: float = 5.0,
+    weight_decay: float = 0.0,
 ) -> optax.GradientTransformation:
     """Global-norm clipping, then Adam or SGD with momentum, skipping non-finite updates.
 
@@ -71,17 +75,47 @@ def make_optimizer(
     finite and counts it (``notfinite_count``, consecutive; ``total_notfinite``); the host loop stops
     a run after too many in a row, so the wrapper itself never gives up.
 
+    With ``weight_decay > 0`` the decay is decoupled from the gradient (Loshchilov & Hutter, 2019):
+    AdamW for ``'adam'`` (``optax.adamw``), SGDW for ``'sgd'`` (momentum trace of the clipped
+    gradient, then ``+ weight_decay * theta``, then the learning rate, so the decay does not pass
+    through the momentum). The update is ``-learning_rate_t * (direction + weight_decay * theta)``:
+    as in optax, the decay is multiplied by the learning-rate schedule. Unlike the L2
+    ``weight_decay`` of :func:`mz_jax.make_loss_fn`, whose gradient ``weight_decay * theta`` is
+    clipped, fed through the momentum and rescaled per parameter by Adam with the rest of the
+    gradient, this decay shrinks every parameter by the same fraction ``learning_rate_t *
+    weight_decay`` per update (use one or the other, not both).
+
     Args:
       optimizer: ``'adam'`` or ``'sgd'``.
       learning_rate: a constant, or a schedule of the updates applied so far (e.g.
         :func:`make_schedule`); skipped updates do not advance it.
       momentum: momentum of ``'sgd'``.
       max_grad_norm: the global-norm clipping threshold.
+      weight_decay: the decoupled weight-decay coefficient, a finite float ``>= 0``. 0 (the
+        default) gives exactly the optimiser without it (same updates, same ``opt_state`` tree, so
+        checkpoints written without it load).
     """
+    if (
+        isinstance(weight_decay, bool)
+        or not isinstance(weight_decay, numbers.Real)
+        or not math.isfinite(weight_decay)
+        or weight_decay < 0
+    ):
+        raise ValueError(f"weight_decay must be a finite float in [0, inf); got {weight_decay!r}")
     if optimizer == "adam":
-        base = optax.adam(learning_rate)
+        if weight_decay == 0.0:
+            base = optax.adam(learning_rate)
+        else:
+            base = optax.adamw(learning_rate, weight_decay=float(weight_decay))
     elif optimizer == "sgd":
-        base = optax.sgd(learning_rate, momentum=momentum)
+        if weight_decay == 0.0:
+            base = optax.sgd(learning_rate, momentum=momentum)
+        else:  # SGDW: the decay is added after the momentum trace, so it is not accumulated by it
+            base = optax.chain(
+                optax.trace(decay=momentum) if momentum is not None else optax.identity(),
+                optax.add_decayed_weights(float(weight_decay)),
+                optax.scale_by_learning_rate(learning_rate),
+            )
     else:
         raise ValueError(f"optimizer must be 'adam' or 'sgd'; got {optimizer!r}")
     chain = optax.chain(optax.clip_by_global_norm(max_grad_norm), base)
@@ -137,6 +171,7 @@ def update(
     grad_norm = optax.tree.norm(grads)
     metrics = {
         "loss": aux.losses,
+        "targets": aux.clipped,
         "optim": {
             "grad_norm": grad_norm,
             "learning_rate": jnp.asarray(learning_rate, jnp.float32),

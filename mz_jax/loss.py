@@ -11,33 +11,42 @@ gradient scaled by ``1/K``; both act on the gradient only, not on the loss value
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from mz_jax import transforms
-from mz_jax.ops import scale_gradient
+from mz_jax.ops import reset_reward_carry, scale_gradient
 from mz_jax.types import Array, Batch, ModelOutput, MuZeroNetwork, Params
 
 
 class LossAux(NamedTuple):
-    """Per-term losses (batch means, before the 1/K gradient scaling) and per-example priorities.
+    """Per-term losses (batch means, before the 1/K gradient scaling), priorities and target statistics.
 
     Attributes:
       losses: scalars by term; training logs each as ``loss/<term>`` (:mod:`mz_jax.metrics`), so a
         term added here needs no other change to be logged:
 
         * ``value``: ``mean_b(weight_b * sum_k mask_bk * CE(value_k))``;
-        * ``reward``: the same for the reward heads of steps 1..K;
+        * ``reward``: the same for the reward heads of steps 1..K (with ``reward_mask``); for a
+          value-prefix network, the value-prefix heads against prefix targets;
         * ``policy``: the same for the policy heads;
+        * ``consistency`` (only with ``consistency_loss_weight > 0``): the same for
+          ``-cos(head(proj(ŝ_k)), sg(proj(s_k)))`` over steps 1..K (with ``observation_mask``);
         * ``weight_decay``: ``weight_decay * sum_theta ||theta||^2 / 2``;
-        * ``total``: the loss, ``value_loss_weight * value + reward + policy + weight_decay``.
+        * ``total``: the loss, ``value_loss_weight * value + reward + policy
+          + consistency_loss_weight * consistency + weight_decay``.
       priority: ``[B]``, ``|h^-1(value_0) - target_value_0|`` (the new replay priorities).
+      clipped: the fraction of the trained (masked-in) ``value`` and ``reward`` targets that lie
+        outside their categorical support and were clipped to its ends (logged as
+        ``targets/value_clipped`` and ``targets/reward_clipped``).
     """
 
     losses: dict[str, Array]
     priority: Array
+    clipped: dict[str, Array]
 
 
 LossFn = Callable[[Params, Batch], tuple[Array, LossAux]]
@@ -47,6 +56,14 @@ def cross_entropy(logits: Array, target_probs: Array) -> Array:
     """``-sum_i p_i log softmax(logits)_i`` over the last axis, computed in float32."""
     log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
     return -jnp.sum(target_probs * log_probs, axis=-1)
+
+
+def negative_cosine(prediction: Array, target: Array) -> Array:
+    """``-cos(prediction, target)`` over the last axis, in float32 (EfficientZero's consistency
+    term; SimSiam's ``D``). A zero vector counts as orthogonal to everything."""
+    a, b = prediction.astype(jnp.float32), target.astype(jnp.float32)
+    norm = lambda x: jnp.sqrt(jnp.maximum(jnp.sum(x * x, axis=-1, keepdims=True), 1e-24))
+    return -jnp.sum((a / norm(a)) * (b / norm(b)), axis=-1)
 
 
 def _check_batch(batch: Batch) -> None:
@@ -63,11 +80,13 @@ def _check_batch(batch: Batch) -> None:
         "target_reward": ("[B, K+1]", (b, k + 1)),
         "mask": ("[B, K+1]", (b, k + 1)),
         "weight": ("[B]", (b,)),
+        "reward_mask": ("[B, K+1]", (b, k + 1)),
+        "observation_mask": ("[B, K]", (b, k)),
     }
     for name, (spec, shape) in expected.items():
-        got = getattr(batch, name).shape
-        if got != shape:
-            raise ValueError(f"batch.{name} must have shape {spec} = {shape}; got {got}")
+        field = getattr(batch, name)
+        if field is not None and field.shape != shape:
+            raise ValueError(f"batch.{name} must have shape {spec} = {shape}; got {field.shape}")
     if batch.target_policy.ndim != 3 or batch.target_policy.shape[:2] != (b, k + 1):
         raise ValueError(
             f"batch.target_policy must have shape [B, K+1, A] = ({b}, {k + 1}, A); "
@@ -77,6 +96,28 @@ def _check_batch(batch: Batch) -> None:
         raise ValueError(
             f"batch.observation must have leading batch axis {b}; got shape {batch.observation.shape}"
         )
+    next_observation = batch.next_observation
+    if next_observation is not None and (
+        next_observation.shape[:2] != (b, k)
+        or next_observation.shape[2:] != batch.observation.shape[1:]
+    ):
+        raise ValueError(
+            f"batch.next_observation must have shape [B, K, ...] = {(b, k, *batch.observation.shape[1:])} "
+            f"(the observations of steps 1..K); got {next_observation.shape}"
+        )
+
+
+class Unroll(NamedTuple):
+    """What :func:`unroll_model` returns.
+
+    Attributes:
+      predictions: the predictions of steps 0..K stacked as ``[B, K+1, ...]``.
+      hidden: the hidden states ``s_1..s_K`` the dynamics function produced, stacked as
+        ``[K, B, ...]`` (before the gradient scaling between steps, as the predictions see them).
+    """
+
+    predictions: ModelOutput
+    hidden: Any
 
 
 def unroll_model(
@@ -88,27 +129,49 @@ def unroll_model(
     hidden_grad_scale: float = 0.5,
     remat: bool = False,
     unroll: int | bool = 1,
-) -> ModelOutput:
+) -> Unroll:
     """Runs the model K steps along ``actions[B, K]`` as one ``jax.lax.scan``.
 
     ``h_0 = s_0`` and ``h_k = scale_gradient(s_k, hidden_grad_scale)`` for k >= 1, where the pseudocode
-    puts it. Returns the predictions of steps 0..K stacked as ``[B, K+1, ...]`` (the step-0 reward
-    logits are the initial inference's, which are never trained).
+    puts it. The step-0 reward logits are the initial inference's, which are never trained. For a
+    value-prefix network (``network.value_prefix_horizon`` H) the LSTM carry of the hidden state is
+    zeroed after every step k with ``k % H == 0``, as the search does at those depths.
     """
+    horizon = network.value_prefix_horizon
 
-    def body(hidden, action):
+    def body(hidden, inputs):
+        action, step = inputs
         output, next_hidden = network.recurrent_inference(params, hidden, action)
-        return scale_gradient(next_hidden, hidden_grad_scale), output
+        carried = next_hidden
+        if horizon is not None:
+            carried = reset_reward_carry(next_hidden, (step + 1) % horizon == 0)
+        return scale_gradient(carried, hidden_grad_scale), (output, next_hidden)
 
     if remat:
         body = jax.checkpoint(body)
     output_0, hidden_0 = network.initial_inference(params, observation)
-    _, outputs = jax.lax.scan(body, hidden_0, actions.T, unroll=unroll)  # leaves [K, B, ...]
-    return jax.tree.map(
+    steps = jnp.arange(actions.shape[1], dtype=jnp.int32)
+    _, (outputs, hidden) = jax.lax.scan(body, hidden_0, (actions.T, steps), unroll=unroll)
+    predictions = jax.tree.map(
         lambda first, rest: jnp.concatenate([first[:, None], jnp.swapaxes(rest, 0, 1)], axis=1),
         output_0,
         outputs,
     )
+    return Unroll(predictions, hidden)
+
+
+def value_prefix_matrix(num_unroll_steps: int, horizon: int) -> np.ndarray:
+    """``M[K+1, K+1]`` with ``prefix = reward @ M.T``: row k >= 1 sums the rewards of steps
+    ``((k-1)//H)*H + 1 .. k`` (since the last reset of the LSTM); row 0 is zeros."""
+    steps = np.arange(num_unroll_steps + 1)
+    first = (np.maximum(steps - 1, 0) // horizon) * horizon + 1
+    matrix = (steps[None, :] >= first[:, None]) & (steps[None, :] <= steps[:, None])
+    matrix[0] = False
+    return matrix.astype(np.float32)
+
+
+def _weighted_mean(weight: Array, mask: Array, per_step: Array) -> Array:
+    return jnp.mean(weight * jnp.sum(mask * per_step, axis=1))
 
 
 def loss_from_predictions(
@@ -116,47 +179,98 @@ def loss_from_predictions(
     batch: Batch,
     *,
     value_loss_weight: float = 1.0,
+    value_prefix_horizon: int | None = None,
+    consistency: Array | None = None,
+    consistency_loss_weight: float = 0.0,
 ) -> tuple[Array, LossAux]:
     """The loss terms of :func:`make_loss_fn` (without weight decay) from ``[B, K+1, ...]`` predictions.
 
-    ``aux.losses`` has ``total``, ``value``, ``reward`` and ``policy``."""
+    ``consistency`` is the ``[B, K]`` negative cosine of steps 1..K, or None. ``aux.losses`` has
+    ``total``, ``value``, ``reward``, ``policy`` (and ``consistency``)."""
     num_unroll_steps = batch.actions.shape[1]
     value_support = transforms.support_size_from_bins(predictions.value_logits.shape[-1])
     reward_support = transforms.support_size_from_bins(predictions.reward_logits.shape[-1])
+    mask = batch.mask.astype(jnp.float32)
+    reward_mask = mask if batch.reward_mask is None else batch.reward_mask.astype(jnp.float32)
+    # The reward head of step 0 is not trained.
+    reward_mask = reward_mask.at[:, 0].set(0.0)
+    weight = batch.weight.astype(jnp.float32)
+
+    target_reward = batch.target_reward.astype(jnp.float32)
+    if value_prefix_horizon is not None:
+        target_reward = (
+            target_reward @ value_prefix_matrix(num_unroll_steps, value_prefix_horizon).T
+        )
     value_ce = cross_entropy(
         predictions.value_logits, transforms.scalar_to_support(batch.target_value, value_support)
     )
     reward_ce = cross_entropy(
-        predictions.reward_logits,
-        transforms.scalar_to_support(batch.target_reward, reward_support),
+        predictions.reward_logits, transforms.scalar_to_support(target_reward, reward_support)
     )
-    # The reward head of step 0 is not trained.
-    reward_ce = reward_ce.at[:, 0].set(0.0)
     policy_ce = cross_entropy(predictions.policy_logits, batch.target_policy)
 
-    step_loss = value_loss_weight * value_ce + reward_ce + policy_ce  # [B, K+1]
+    step_loss = mask * (value_loss_weight * value_ce + policy_ce) + reward_mask * reward_ce
+    losses = {
+        "value": _weighted_mean(weight, mask, value_ce),
+        "reward": _weighted_mean(weight, reward_mask, reward_ce),
+        "policy": _weighted_mean(weight, mask, policy_ce),
+    }
+    if consistency is not None:
+        observation_mask = (
+            mask[:, 1:] if batch.observation_mask is None else batch.observation_mask
+        ).astype(jnp.float32)
+        observation_mask = jnp.pad(observation_mask, ((0, 0), (1, 0)))
+        consistency = jnp.pad(consistency, ((0, 0), (1, 0)))  # step 0 has no consistency term
+        step_loss = step_loss + consistency_loss_weight * observation_mask * consistency
+        losses["consistency"] = _weighted_mean(weight, observation_mask, consistency)
     # The 1/K acts on the gradient only (pseudocode: scale_gradient(loss, 1/K)).
     step_loss = jnp.concatenate(
         [step_loss[:, :1], scale_gradient(step_loss[:, 1:], 1.0 / num_unroll_steps)], axis=1
     )
-    mask = batch.mask.astype(jnp.float32)
-    weight = batch.weight.astype(jnp.float32)
+    loss = jnp.mean(weight * jnp.sum(step_loss, axis=1))
 
-    def weighted_mean(per_step):
-        return jnp.mean(weight * jnp.sum(mask * per_step, axis=1))
+    def clipped_fraction(targets, support, where):
+        hits = transforms.clipped(jax.lax.stop_gradient(targets), support).astype(jnp.float32)
+        return jnp.sum(where * hits) / jnp.maximum(jnp.sum(where), 1.0)
 
     value_0 = transforms.logits_to_scalar(predictions.value_logits[:, 0])
-    loss = weighted_mean(step_loss)
     aux = LossAux(
-        losses={
-            "total": loss,
-            "value": weighted_mean(value_ce),
-            "reward": weighted_mean(reward_ce),
-            "policy": weighted_mean(policy_ce),
-        },
+        losses={"total": loss, **losses},
         priority=jax.lax.stop_gradient(jnp.abs(value_0 - batch.target_value[:, 0])),
+        clipped={
+            "value_clipped": clipped_fraction(batch.target_value, value_support, mask),
+            "reward_clipped": clipped_fraction(target_reward, reward_support, reward_mask),
+        },
     )
     return loss, aux
+
+
+def consistency_terms(
+    network: MuZeroNetwork, params: Params, unrolled_hidden: Any, next_observation: Array
+) -> Array:
+    """``[B, K]`` ``-cos(head(proj(ŝ_k)), sg(proj(s_k)))`` for k = 1..K (EfficientZero §4.1).
+
+    ``ŝ_k`` are the unrolled hidden states (``[K, B, ...]``); ``s_k`` is the representation of the
+    stored observation ``next_observation[:, k-1]`` (``[B, K, ...]``). The target branch
+    (representation and projection of ``s_k``) is encoded with the same, current ``params`` as the
+    online branch and ``stop_gradient``: no gradient reaches any parameter through it, as in
+    EfficientZero and SimSiam. The prediction head acts on the online branch only.
+    """
+    if network.project is None or network.predict_projection is None:
+        raise ValueError(
+            "consistency_loss_weight > 0 needs a network with project and predict_projection "
+            "(mz_jax.networks: projection_size=...; a network of your own: set both fields of "
+            "MuZeroNetwork)"
+        )
+    num_steps, batch_size = next_observation.shape[1], next_observation.shape[0]
+    flat = lambda x: x.reshape(num_steps * batch_size, *x.shape[2:])
+    online = network.predict_projection(
+        params, network.project(params, jax.tree.map(flat, unrolled_hidden))
+    )
+    observations = jnp.swapaxes(next_observation, 0, 1)  # [K, B, ...], the order of the unroll
+    _, target_hidden = network.initial_inference(params, flat(observations))
+    target = jax.lax.stop_gradient(network.project(params, target_hidden))
+    return negative_cosine(online, target).reshape(num_steps, batch_size).T
 
 
 def make_loss_fn(
@@ -165,6 +279,7 @@ def make_loss_fn(
     value_loss_weight: float = 1.0,
     weight_decay: float = 0.0,
     hidden_grad_scale: float = 0.5,
+    consistency_loss_weight: float = 0.0,
     remat: bool = False,
     unroll: int | bool = 1,
 ) -> LossFn:
@@ -173,17 +288,29 @@ def make_loss_fn(
     With ``(out_0, s_0) = initial_inference(params, observation)`` and, for k = 1..K,
     ``(out_k, s_k) = recurrent_inference(params, h_{k-1}, actions[:, k-1])``, ``h_0 = s_0`` and
     ``h_k = scale_gradient(s_k, hidden_grad_scale)``, the per-step loss is
-    ``l_k = value_loss_weight * CE(value_k, phi(z_k)) + [k >= 1] CE(reward_k, phi(u_k)) + CE(policy_k, pi_k)``
+    ``l_k = mask_k (value_loss_weight CE(value_k, phi(z_k)) + CE(policy_k, pi_k))
+    + [k >= 1] reward_mask_k CE(reward_k, phi(u_k))``
     and the loss is
-    ``mean_b(weight_b * sum_k mask_bk * scale_gradient(l_bk, c_k)) + weight_decay * sum ||theta||^2 / 2``
+    ``mean_b(weight_b * sum_k scale_gradient(l_bk, c_k)) + weight_decay * sum ||theta||^2 / 2``
     with ``c_0 = 1`` and ``c_k = 1/K``. phi is :func:`mz_jax.transforms.scalar_to_support`; the support
-    sizes are read off the value and reward logits' last axes.
+    sizes are read off the value and reward logits' last axes. With the defaults this is exactly the
+    MuZero loss; the EfficientZero terms are opt-in:
+
+    * ``consistency_loss_weight`` c > 0 adds ``c * observation_mask_k * (-cos(head(proj(ŝ_k)),
+      sg(proj(s_k))))`` to ``l_k`` for k >= 1 (see :func:`consistency_terms`); the batch must carry
+      ``next_observation``.
+    * a value-prefix network (``network.value_prefix_horizon`` H) has its reward heads trained on
+      value prefixes ``sum of u_i`` since the last reset (every H steps; see
+      :func:`value_prefix_matrix`) instead of per-step rewards, and its LSTM carry reset in the unroll.
 
     Args:
       network: the representation/dynamics/prediction functions.
       value_loss_weight: weight of the value term (the MuZero Reanalyse appendix uses 0.25).
-      weight_decay: L2 coefficient on all parameters.
+      weight_decay: L2 coefficient on all parameters, in the loss (for decoupled weight decay, give
+        it to :func:`mz_jax.make_optimizer` instead).
       hidden_grad_scale: gradient scale of the hidden state between unrolled steps (1/2 in the paper).
+      consistency_loss_weight: weight of EfficientZero's self-supervised consistency term (2 in the
+        paper); 0 leaves it out.
       remat: rematerialise each unrolled step in the backward pass (``jax.checkpoint``), trading compute
         for memory on long unrolls.
       unroll: passed to ``jax.lax.scan``; unrolling a few steps can help small models on accelerators.
@@ -191,14 +318,17 @@ def make_loss_fn(
     Returns:
       A pure function, jit-, grad- and vmap-able.
     """
-    if value_loss_weight < 0:
-        raise ValueError(f"value_loss_weight must be >= 0; got {value_loss_weight}")
-    if weight_decay < 0:
-        raise ValueError(f"weight_decay must be >= 0; got {weight_decay}")
+    for name, value in (
+        ("value_loss_weight", value_loss_weight),
+        ("weight_decay", weight_decay),
+        ("consistency_loss_weight", consistency_loss_weight),
+    ):
+        if not value >= 0:
+            raise ValueError(f"{name} must be >= 0; got {value}")
 
     def loss_fn(params: Params, batch: Batch) -> tuple[Array, LossAux]:
         _check_batch(batch)
-        predictions = unroll_model(
+        unrolled = unroll_model(
             network,
             params,
             batch.observation,
@@ -207,7 +337,24 @@ def make_loss_fn(
             remat=remat,
             unroll=unroll,
         )
-        loss, aux = loss_from_predictions(predictions, batch, value_loss_weight=value_loss_weight)
+        consistency = None
+        if consistency_loss_weight > 0:
+            if batch.next_observation is None:
+                raise ValueError(
+                    "consistency_loss_weight > 0 needs batch.next_observation [B, K, ...] (the "
+                    "observations of steps 1..K; mz_jax.make_targets(..., next_observation=True))"
+                )
+            consistency = consistency_terms(
+                network, params, unrolled.hidden, batch.next_observation
+            )
+        loss, aux = loss_from_predictions(
+            unrolled.predictions,
+            batch,
+            value_loss_weight=value_loss_weight,
+            value_prefix_horizon=network.value_prefix_horizon,
+            consistency=consistency,
+            consistency_loss_weight=consistency_loss_weight,
+        )
         l2 = sum(jnp.sum(jnp.square(p.astype(jnp.float32))) for p in jax.tree.leaves(params))
         weight_decay_loss = weight_decay * 0.5 * l2
         total = loss + weight_decay_loss

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import mctx
 
 from mz_jax import validation
+from mz_jax.ops import reset_reward_carry
 from mz_jax.transforms import logits_to_scalar
 from mz_jax.types import Array, MuZeroNetwork, Params
 
@@ -117,19 +118,40 @@ class SearchOutput(NamedTuple):
     has_legal_action: Array
 
 
+class ValuePrefixEmbedding(NamedTuple):
+    """What the tree stores per node for a value-prefix network (EfficientZero §4.2).
+
+    Attributes:
+      hidden: the network's hidden state ``(state, reward_carry)``, with ``reward_carry`` zeroed
+        when ``depth`` is a multiple of the horizon (as the loss's unroll resets it).
+      prefix: ``[B]`` the value prefix the children's rewards are measured from: the node's own
+        predicted prefix, or 0 where the carry was reset (and at the root).
+      depth: ``[B]`` int32, edges from the root.
+    """
+
+    hidden: Any
+    prefix: Array
+    depth: Array
+
+
 def make_root_fn(network: MuZeroNetwork) -> RootFn:
     """Returns ``root_fn(params, rng_key, observation[B, ...]) -> mctx.RootFnOutput``.
 
     The representation and prediction functions at the root (MuZero Appendix B); the value is decoded
-    from its logits and everything the tree stores is float32 whatever the network's dtype.
+    from its logits and everything the tree stores is float32 whatever the network's dtype. For a
+    value-prefix network the embedding is a :class:`ValuePrefixEmbedding` at depth 0.
     """
 
     def root_fn(params: Params, rng_key: Array, observation: Any) -> mctx.RootFnOutput:
         del rng_key  # The network is deterministic; the key is in the signature for symmetry.
         output, hidden = network.initial_inference(params, observation)
+        value = logits_to_scalar(output.value_logits)
+        if network.value_prefix_horizon is not None:
+            zeros = jnp.zeros(value.shape, jnp.float32)
+            hidden = ValuePrefixEmbedding(hidden, zeros, zeros.astype(jnp.int32))
         return mctx.RootFnOutput(
             prior_logits=output.policy_logits.astype(jnp.float32),
-            value=logits_to_scalar(output.value_logits),
+            value=value,
             embedding=hidden,
         )
 
@@ -141,7 +163,9 @@ def make_recurrent_fn(network: MuZeroNetwork, *, discount: float, two_player: bo
 
     The dynamics and prediction functions (MuZero Appendix B). The reward is the one predicted for
     the transition into the new state, from the perspective of the player who acted; the value is
-    from the perspective of the player to move in the new state. Between alternating players the
+    from the perspective of the player to move in the new state. For a value-prefix network the
+    reward is the difference of consecutive predicted value prefixes, and the LSTM carry is reset
+    at the depths where the loss's unroll resets it (multiples of the horizon). Between alternating players the
     discount is ``-discount``: the child's value counts negatively for the parent.
 
     Args:
@@ -153,15 +177,31 @@ def make_recurrent_fn(network: MuZeroNetwork, *, discount: float, two_player: bo
     validation.check("two_player", two_player, kind="argument")
     step_discount = -float(discount) if two_player else float(discount)
 
+    horizon = network.value_prefix_horizon
+
     def recurrent_fn(
-        params: Params, rng_key: Array, action: Array, hidden: Any
+        params: Params, rng_key: Array, action: Array, embedding: Any
     ) -> tuple[mctx.RecurrentFnOutput, Any]:
         del rng_key  # A deterministic model.
+        hidden = embedding.hidden if horizon is not None else embedding
         output, next_hidden = network.recurrent_inference(params, hidden, action)
         value = logits_to_scalar(output.value_logits)
+        reward = logits_to_scalar(output.reward_logits)
+        if horizon is not None:
+            # The logits predict the sum of rewards since the last reset; the edge's reward is the
+            # difference from the parent's prefix (0 when the parent reset the carry).
+            prefix = reward
+            reward = prefix - embedding.prefix
+            depth = embedding.depth + 1
+            reset = depth % horizon == 0
+            next_hidden = ValuePrefixEmbedding(
+                hidden=reset_reward_carry(next_hidden, reset),
+                prefix=jnp.where(reset, 0.0, prefix),
+                depth=depth,
+            )
         return (
             mctx.RecurrentFnOutput(
-                reward=logits_to_scalar(output.reward_logits),
+                reward=reward,
                 discount=jnp.full_like(value, step_discount),
                 prior_logits=output.policy_logits.astype(jnp.float32),
                 value=value,
@@ -275,6 +315,16 @@ def search(
     )
     invalid_actions = ~legal
     if config.policy == "muzero":
+        if not greedy and config.dirichlet_fraction > 0:
+            root = root.replace(
+                prior_logits=_noisy_legal_prior(
+                    jax.random.fold_in(root_key, 1),
+                    root.prior_logits,
+                    legal,
+                    alpha=config.dirichlet_alpha,
+                    fraction=config.dirichlet_fraction,
+                )
+            )
         if config.value_bounds is None:
             qtransform = mctx.qtransform_by_parent_and_siblings
         else:
@@ -292,7 +342,7 @@ def search(
             invalid_actions=invalid_actions,
             max_depth=config.max_depth,
             qtransform=qtransform,
-            dirichlet_fraction=0.0 if greedy else config.dirichlet_fraction,
+            dirichlet_fraction=0.0,  # mixed in above, over the legal actions only
             dirichlet_alpha=config.dirichlet_alpha,
             pb_c_init=config.pb_c_init,
             pb_c_base=config.pb_c_base,
@@ -354,3 +404,24 @@ def _sample_by_visit_counts(
     tiny = jnp.finfo(logits.dtype).tiny
     logits = logits / jnp.maximum(jnp.asarray(temperature, logits.dtype), tiny)
     return jax.random.categorical(rng_key, logits, axis=-1)
+
+
+def _noisy_legal_prior(
+    rng_key: Array, logits: Array, legal: Array, *, alpha: float, fraction: float
+) -> Array:
+    """Root prior logits ``log((1 - f) p + f n)`` with ``p`` the prior over the legal actions and
+    ``n ~ Dirichlet(alpha)`` over the legal actions only (AlphaZero, MuZero Appendix C).
+
+    mctx mixes its noise over all A actions before masking, so with 2 of 9 moves legal only about
+    ``f * 2 / 9`` of the prior would be noise; here it is ``f`` whatever the number of legal moves.
+    Illegal actions get the smallest finite logit (mctx masks them again).
+    """
+    prior = jax.nn.softmax(jnp.where(legal, logits, -jnp.inf), axis=-1)
+    gamma = jnp.where(legal, jax.random.gamma(rng_key, alpha, logits.shape, jnp.float32), 0.0)
+    total = jnp.sum(gamma, axis=-1, keepdims=True)
+    # Every legal draw can underflow to 0 for a tiny alpha: the noise is then uniform over them.
+    uniform = legal / jnp.sum(legal, axis=-1, keepdims=True)
+    noise = jnp.where(total > 0, gamma / jnp.where(total > 0, total, 1.0), uniform)
+    mixed = (1.0 - fraction) * prior + fraction * noise
+    min_logit = jnp.finfo(jnp.float32).min
+    return jnp.where(legal & (mixed > 0), jnp.log(jnp.where(mixed > 0, mixed, 1.0)), min_logit)

@@ -14,7 +14,10 @@ The records of ``metrics.jsonl`` (one JSON object a line; in a multi-seed run on
 ``wall_s``                seconds of training so far, summed over restarts (cumulative)
 ``seed``                  the run's seed (multi-seed runs only)
 ``loss/<term>``           the loss terms of the iteration's updates, mean over them (``total``:
-                          the loss value, ``value``, ``reward``, ``policy``, ``weight_decay``)
+                          the loss value, ``value``, ``reward``, ``policy``, ``weight_decay``,
+                          and ``consistency`` where it is on)
+``targets/value_clipped``, ``targets/reward_clipped``: the share of trained value and reward
+                          targets outside their categorical support (clipped to its ends)
 ``optim/grad_norm``       global gradient norm before clipping, mean over the iteration's updates
 ``optim/finite``          the share of the iteration's updates whose gradient was finite
 ``optim/learning_rate``   the rate the optimiser applied (from its own count of applied updates)

@@ -1,6 +1,9 @@
-"""Small differentiable operations used by the MuZero model: ``scale_gradient`` and hidden-state scaling."""
+"""Small differentiable operations used by the MuZero model: ``scale_gradient``, hidden-state scaling,
+and the reset of a value-prefix network's LSTM carry."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -63,3 +66,15 @@ def min_max_normalize(hidden: Array, eps: float = 1e-5) -> Array:
     low = jnp.min(hidden, axis=axes, keepdims=True)
     high = jnp.max(hidden, axis=axes, keepdims=True)
     return (hidden - low) / jnp.maximum(high - low, eps)
+
+
+def reset_reward_carry(hidden: Any, reset: Array | bool) -> Any:
+    """A value-prefix network's hidden state ``(state, reward_carry)`` with ``reward_carry`` zeroed
+    where ``reset`` (a bool scalar or ``[B]``)."""
+    state, carry = hidden
+
+    def zero_where(x):
+        where = jnp.reshape(reset, jnp.shape(reset) + (1,) * (x.ndim - jnp.ndim(reset)))
+        return jnp.where(where, jnp.zeros_like(x), x)
+
+    return state, jax.tree.map(zero_where, carry)

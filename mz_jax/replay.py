@@ -252,10 +252,12 @@ def sample(
     ``P(i) = p_i^α / Σ_valid p^α``; α = 0 is uniform over valid starts. Its importance weight is
     ``w_i = (N · P(i))^(−β) / max_{j in batch} (N · P(j))^(−β)``, N the number of valid starts, which
     is ``(p_i / p_min)^(−αβ)`` with ``p_min`` the smallest priority in the batch, so
-    ``0 < w_i <= 1`` (Schaul et al. 2016, Section 3.4). Normalising by the batch's largest weight
-    rather than the buffer's (as Acme and EfficientZero do) matters: one well-fitted start with a
-    near-zero priority would otherwise scale every other example's loss down by orders of magnitude,
-    and the update would be dominated by the data that needs it least.
+    ``0 < w_i <= 1`` (Schaul et al. 2016, Section 3.4). Like Acme (its prioritized DQN losses divide
+    by ``jnp.max(importance_weights)``) and EfficientZero (``weights_lst /= weights_lst.max()`` in
+    ``core/replay_buffer.py``), this normalises by the largest weight in the batch, not by the
+    largest in the buffer; that matters: one well-fitted start with a near-zero priority anywhere in
+    the buffer would otherwise scale every other example's loss down by orders of magnitude, and the
+    update would be dominated by the data that needs it least.
 
     Args:
       state: the replay; check :func:`can_sample` first. With no valid start the windows and indices

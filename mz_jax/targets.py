@@ -13,25 +13,29 @@ For unroll step ``k = 0..K`` (``K = num_unroll_steps``, ``n = td_steps``, ``γ =
 ``σ(k, j) = +1`` if ``player[j] == player[k]`` else ``-1`` (two-player zero-sum games; single-player
 environments have ``player`` always 0) and ``e`` the first row whose transition ended the episode:
 
-- value: ``z_k = Σ_{j=k}^{min(k+n-1, e)} γ^(j-k) σ(k, j) r_j`` plus a bootstrap: none if the episode
-  terminated at ``e <= k+n-1`` (a Monte-Carlo return, as for board games with ``n`` past the game's
+- value: ``z_k = Σ_{j=k}^{min(k+m-1, e)} γ^(j-k) σ(k, j) r_j`` plus a bootstrap: none if the episode
+  terminated at ``e <= k+m-1`` (a Monte-Carlo return, as for board games with ``n`` past the game's
   end); ``γ^(e-k+1) σ(k, e) bootstrap_value[e]`` if it was truncated there; otherwise
-  ``γ^n σ(k, k+n) root_value[k+n]``.
-- reward: ``target_reward[k] = r_{k-1}`` for ``k >= 1`` (step 0's reward head is not trained).
+  ``γ^m σ(k, k+m) root_value[k+m]``. Here ``m = min(n, x_k - k)``, ``x_k`` the first row ``>= k``
+  whose action was ``exploratory`` (drawn at random, not by the search): the return of the search's
+  policy stops there and bootstraps from that row's search value. Off-policy correction may give
+  a window an ``n`` of its own (``td_steps_used``, at most ``td_steps``).
+- reward: ``target_reward[k] = r_{k-1}`` for ``k >= 1`` (step 0's reward head is not trained); its
+  mask ``reward_mask`` is 1 also at the step after a truncation, whose reward is real data.
 - policy: the search policy of row ``k``.
 
 Steps after a termination are absorbing states (value 0, reward 0 but for the final reward at ``e+1``,
-policy all zeros, mask 1); steps after a truncation lie beyond the collected data (mask 0).
+policy all zeros, mask 1); steps after a truncation lie beyond the collected data (mask 0). The
+consistency loss's ``observation_mask`` is 1 for the steps 1..K whose stored observation belongs to
+row 0's episode.
 """
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mz_jax.transforms import logits_to_scalar
-from mz_jax.types import Array, Batch, MuZeroNetwork, Params, Trajectory
+from mz_jax.types import Array, Batch, Trajectory
 
 
 def _check_knobs(*, num_unroll_steps: int, td_steps: int) -> None:
@@ -50,31 +54,6 @@ def window_length(*, num_unroll_steps: int, td_steps: int) -> int:
     return num_unroll_steps + td_steps + 1
 
 
-def reanalyse_values(
-    params: Params,
-    windows: Trajectory,
-    *,
-    network: MuZeroNetwork,
-    num_unroll_steps: int,
-    td_steps: int,
-) -> Trajectory:
-    """``windows`` (leaves ``[B, W, ...]``) with fresh bootstrap values: ``root_value`` of the rows the
-    value targets bootstrap from (``td_steps .. td_steps + K``) replaced by the network's value of
-    their observations, as MuZero Reanalyse recomputes them with recent parameters. The search
-    values stored when acting come from parameters that are older the longer the data stays in
-    the replay. No gradient flows through the values.
-    """
-    rows = slice(td_steps, td_steps + num_unroll_steps + 1)
-    observation = windows.observation[:, rows]
-    batch, num_rows = observation.shape[:2]
-    output, _ = network.initial_inference(
-        params, observation.reshape(batch * num_rows, *observation.shape[2:])
-    )
-    values = logits_to_scalar(output.value_logits).reshape(batch, num_rows)
-    root_value = windows.root_value.at[:, rows].set(jax.lax.stop_gradient(values))
-    return windows._replace(root_value=root_value)
-
-
 def _any_before(flags: Array) -> Array:
     """``out[j] = any(flags[:j])`` for a bool vector ``[N]`` (an exclusive cumulative or)."""
     counts = jnp.cumsum(flags.astype(jnp.int32))
@@ -87,7 +66,13 @@ def _perspective(player: Array, rows: Array, of_rows: Array) -> Array:
 
 
 def make_targets(
-    window: Trajectory, *, num_unroll_steps: int, td_steps: int, discount: float
+    window: Trajectory,
+    *,
+    num_unroll_steps: int,
+    td_steps: int,
+    discount: float,
+    td_steps_used: Array | None = None,
+    next_observation: bool = False,
 ) -> Batch:
     """The MuZero training targets of one sampled window (MuZero paper, Appendix G, ``make_target``).
 
@@ -100,12 +85,17 @@ def make_targets(
       td_steps: ``n >= 1``, the number of real rewards before bootstrapping from a search value; a
         value at least as long as an episode gives Monte-Carlo targets.
       discount: ``γ`` in ``[0, 1]``, a Python float (not traced).
+      td_steps_used: None, or an int scalar (may be traced): this window's n, clipped to
+        ``[1, td_steps]`` (off-policy correction: older data bootstraps sooner).
+      next_observation: also return the observations of steps 1..K (``Batch.next_observation``),
+        the targets of the consistency loss.
 
     Returns:
       A :class:`mz_jax.Batch` for one example, no batch axis: ``observation`` ``[*obs_shape]`` (row 0),
       ``actions`` ``[K]`` int32, ``target_value`` ``[K+1]``, ``target_reward`` ``[K+1]``,
-      ``target_policy`` ``[K+1, A]``, ``mask`` ``[K+1]`` (all float32) and ``weight`` ``[]`` = 1 (the
-      replay overwrites it with importance-sampling weights). Values and rewards are from the
+      ``target_policy`` ``[K+1, A]``, ``mask`` ``[K+1]``, ``reward_mask`` ``[K+1]``,
+      ``observation_mask`` ``[K]`` (all float32), ``weight`` ``[]`` = 1 (the replay overwrites it
+      with importance-sampling weights) and, if asked for, ``next_observation`` ``[K, *obs_shape]``. Values and rewards are from the
       perspective of the player to move at each step (rewards: of the player who took the action).
 
     Raises:
@@ -148,8 +138,18 @@ def make_targets(
     truncated_before = _any_before(truncated & in_episode)
 
     steps = np.arange(num_steps)  # unroll step k, and the row it starts from
-    rows = steps[:, None] + np.arange(td_steps)[None, :]  # [K+1, n]: the rows j = k..k+n-1 of z_k
-    discounts = np.power(np.float32(discount), np.arange(td_steps), dtype=np.float32)  # γ^(j-k)
+    offsets = np.arange(td_steps)
+    rows = steps[:, None] + offsets[None, :]  # [K+1, n]: the rows j = k..k+n-1 of z_k
+    powers = jnp.asarray(np.asarray([discount**i for i in range(td_steps + 1)], np.float32))  # γ^i
+
+    # m_k, the rows z_k sums before it bootstraps: n (or this window's n), or fewer where an
+    # exploratory action of the episode comes first.
+    n = td_steps if td_steps_used is None else jnp.clip(td_steps_used, 1, td_steps)
+    exploratory = window.exploratory.astype(bool) & in_episode
+    first_exploratory = jnp.where(
+        jnp.any(exploratory[rows], axis=1), jnp.argmax(exploratory[rows], axis=1), td_steps
+    )
+    summed = jnp.minimum(first_exploratory, n)  # [K+1]
 
     # A truncating row's bootstrap is one discount beyond its reward and from the same player's
     # perspective, so it joins that row's reward: r_j + γ bootstrap_value[j].
@@ -158,19 +158,17 @@ def make_targets(
     )
     n_step = jnp.sum(
         jnp.where(
-            in_episode[rows],
-            discounts * _perspective(player, rows, steps[:, None]) * step_return[rows],
+            in_episode[rows] & (offsets[None, :] < summed[:, None]),
+            powers[:td_steps] * _perspective(player, rows, steps[:, None]) * step_return[rows],
             0.0,
         ),
         axis=1,
     )
-    # root_value[k+n] is of the same episode only if rows k..k+n-1 did not end it.
-    bootstrap_rows = steps + td_steps
+    # root_value[k+m] is of the same episode only if rows k..k+m-1 did not end it.
+    bootstrap_rows = steps + summed
     bootstrap = jnp.where(
         in_episode[bootstrap_rows],
-        discount**td_steps
-        * _perspective(player, bootstrap_rows, steps)
-        * root_value[bootstrap_rows],
+        powers[summed] * _perspective(player, bootstrap_rows, steps) * root_value[bootstrap_rows],
         0.0,
     )
 
@@ -183,8 +181,12 @@ def make_targets(
     target_policy = jnp.where(
         step_in_episode[:, None], window.policy[:num_steps].astype(jnp.float32), 0.0
     )
-    # Absorbing states after a termination are trained (mask 1); after a truncation there is no data.
+    # Absorbing states after a termination are trained (mask 1); after a truncation there is no data,
+    # but for the reward of the truncating transition itself, which the step after it is trained on.
     mask = (~truncated_before[:num_steps]).astype(jnp.float32)
+    reward_mask = jnp.concatenate(
+        [mask[:1], (~truncated_before[: num_steps - 1]).astype(jnp.float32)]
+    )
 
     return Batch(
         observation=window.observation[0],
@@ -194,4 +196,7 @@ def make_targets(
         target_policy=target_policy,
         mask=mask,
         weight=jnp.ones((), jnp.float32),
+        reward_mask=reward_mask,
+        next_observation=window.observation[1:num_steps] if next_observation else None,
+        observation_mask=in_episode[1:num_steps].astype(jnp.float32),
     )

@@ -14,6 +14,8 @@ non-one-hot rows for integers and negative weights.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -91,3 +93,19 @@ def logits_to_scalar(logits: Array, eps: float = DEFAULT_EPS) -> Array:
     """Decodes value or reward logits ``[..., 2S + 1]`` to scalars ``[...]``: ``h^-1(E_softmax[i])``."""
     probs = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
     return h_inv(two_hot_to_scalar(probs), eps)
+
+
+def support_size_for(bound: float, *, minimum: int = 1, eps: float = DEFAULT_EPS) -> int:
+    """The smallest ``S >= minimum`` whose support ``[-S, S]`` represents every ``|x| <= bound``:
+    ``ceil(h(bound))``. ``bound`` is a finite number >= 0."""
+    if not (math.isfinite(bound) and bound >= 0):
+        raise ValueError(f"bound must be a finite number >= 0; got {bound!r}")
+    abs_x = float(bound)
+    transformed = abs_x / (math.sqrt(abs_x + 1.0) + 1.0) + eps * abs_x
+    return max(int(minimum), math.ceil(transformed - 1e-9))
+
+
+def clipped(x: Array, support_size: int, eps: float = DEFAULT_EPS) -> Array:
+    """Bool ``[...]``: where ``phi(x)`` is clipped, i.e. ``|h(x)| > S``; the target then reads as
+    ``h^-1(±S)`` instead of ``x``."""
+    return jnp.abs(h(x, eps)) > support_size

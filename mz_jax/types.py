@@ -39,10 +39,24 @@ class MuZeroNetwork(NamedTuple):
         representation function followed by the prediction function.
       recurrent_inference: ``(params, hidden[B, ...], action[B] int32) -> (ModelOutput, hidden[B, ...])``;
         the dynamics function followed by the prediction function on the new hidden state.
+      project: optional, ``(params, hidden) -> [B, P]``: the projection network of EfficientZero's
+        self-supervised consistency loss (Ye et al., 2021, §4.1) on a hidden state as the inference
+        functions return it. Needed only for ``consistency_loss_weight > 0``.
+      predict_projection: optional, ``(params, projection[B, P]) -> [B, P]``: the prediction head on
+        top of ``project``, applied only on the branch of the unrolled (dynamics) hidden states.
+      value_prefix_horizon: None for a network whose ``reward_logits`` predict the reward of the
+        last transition (MuZero). An integer H for a value-prefix network (EfficientZero, §4.2):
+        its hidden state is a pair ``(state, reward_carry)`` (``initial_inference`` returns a zero
+        ``reward_carry``), ``reward_logits`` of ``recurrent_inference`` predict the sum of rewards
+        since the last reset, and the caller (the loss, the search) resets ``reward_carry`` to
+        zeros after every H-th step of an unroll or of a path from the root.
     """
 
-    initial_inference: Callable[[Params, Array], tuple[ModelOutput, Array]]
-    recurrent_inference: Callable[[Params, Array, Array], tuple[ModelOutput, Array]]
+    initial_inference: Callable[[Params, Array], tuple[ModelOutput, Any]]
+    recurrent_inference: Callable[[Params, Any, Array], tuple[ModelOutput, Any]]
+    project: Callable[[Params, Any], Array] | None = None
+    predict_projection: Callable[[Params, Array], Array] | None = None
+    value_prefix_horizon: int | None = None
 
 
 class Batch(NamedTuple):
@@ -59,6 +73,13 @@ class Batch(NamedTuple):
       mask: ``[B, K+1]`` 1 where the step is part of the data or an absorbing state after termination;
         0 beyond the collected data of a truncated episode.
       weight: ``[B]`` per-example loss weights (importance-sampling weights of prioritized replay).
+      reward_mask: optional ``[B, K+1]``, the mask of the reward term where it differs from ``mask``:
+        at a truncation the reward of the last real transition is data although the state it led to
+        is not (``mask`` 0 there). None: ``mask``.
+      next_observation: optional ``[B, K, ...]``, the stored observations at steps 1..K, the
+        targets of the consistency loss. Needed only for ``consistency_loss_weight > 0``.
+      observation_mask: optional ``[B, K]``, 1 where ``next_observation[:, k-1]`` belongs to the
+        episode of step 0 (the consistency loss's mask). None: ``mask[:, 1:]``.
     """
 
     observation: Array
@@ -68,6 +89,9 @@ class Batch(NamedTuple):
     target_policy: Array
     mask: Array
     weight: Array
+    reward_mask: Array | None = None
+    next_observation: Array | None = None
+    observation_mask: Array | None = None
 
 
 class Trajectory(NamedTuple):
@@ -93,6 +117,14 @@ class Trajectory(NamedTuple):
       bootstrap_value: ``[...]`` float32, where ``truncated``: the network's value of the state the
         transition reached (which the stream does not hold, the environment having reset), from the
         perspective of ``player`` at step t; 0 elsewhere.
+      exploratory: ``[...]`` bool, the action was drawn at random (``random_action_probability``),
+        not by the search: the n-step value targets stop there.
+      final_observation: ``[..., *obs_shape]`` float32 where ``truncated``: the observation the
+        transition reached, so that reanalyse can refresh ``bootstrap_value``; zeros elsewhere.
+        Where it is not recorded, a placeholder 0 of shape ``[...]`` (see
+        :func:`mz_jax.actor.transition_spec`).
+      final_player: ``[...]`` int32 where ``truncated``: the player to move at
+        ``final_observation``; 0 elsewhere.
     """
 
     observation: Array
@@ -105,3 +137,6 @@ class Trajectory(NamedTuple):
     player: Array
     legal_action_mask: Array
     bootstrap_value: Array
+    exploratory: Array
+    final_observation: Array
+    final_player: Array

@@ -39,9 +39,7 @@ def tiny_config(iterations: int) -> TrainConfig:
         replay_capacity=64,
         warmup_updates=0,
         search=SearchConfig(num_simulations=2, max_num_considered_actions=2),
-        network=NetworkConfig(
-            hidden_sizes=(16,), latent_size=16, value_support_size=3, reward_support_size=3
-        ),
+        network=NetworkConfig(hidden_sizes=(16,), latent_size=16),
         eval_every_env_steps=0,
         log_every_seconds=0.0,
         checkpoint_every_seconds=0.0,

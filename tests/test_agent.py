@@ -42,8 +42,6 @@ def tiny_tic_tac_toe() -> TrainConfig:
             kind="mlp",
             hidden_sizes=(16,),
             latent_size=16,
-            value_support_size=3,
-            reward_support_size=3,
         ),
     )
 

@@ -52,6 +52,9 @@ def _example() -> Trajectory:
         player=np.zeros((), np.int32),
         legal_action_mask=np.zeros((NUM_ACTIONS,), bool),
         bootstrap_value=np.zeros((), np.float32),
+        exploratory=np.zeros((), bool),
+        final_observation=np.zeros((), np.float32),
+        final_player=np.zeros((), np.int32),
     )
 
 
@@ -73,6 +76,9 @@ def _rollout(start: int, steps: int, num_envs: int) -> Trajectory:
         player=np.zeros(shape, np.int32),
         legal_action_mask=np.ones((*shape, NUM_ACTIONS), bool),
         bootstrap_value=np.zeros(shape, np.float32),
+        exploratory=np.zeros(shape, bool),
+        final_observation=np.zeros(shape, np.float32),
+        final_player=np.zeros(shape, np.int32),
     )
 
 
@@ -310,8 +316,9 @@ def test_update_priorities_moves_sampling_mass_and_max_priority():
 
 def test_bytes_per_transition_by_hand():
     # observation 2 × int32 = 8, action 4, reward 4, terminated 1, truncated 1, policy 3 × 4 = 12,
-    # root_value 4, player 4, legal_action_mask 3 × 1 = 3, bootstrap_value 4; plus a float32 priority.
-    expected = 8 + 4 + 4 + 1 + 1 + 12 + 4 + 4 + 3 + 4 + 4
+    # root_value 4, player 4, legal_action_mask 3 × 1 = 3, bootstrap_value 4, exploratory 1,
+    # final_observation 4 (a placeholder), final_player 4; plus a float32 priority.
+    expected = 8 + 4 + 4 + 1 + 1 + 12 + 4 + 4 + 3 + 4 + 1 + 4 + 4 + 4
     assert replay.bytes_per_transition(_example()) == expected
     shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), _example())
     assert replay.bytes_per_transition(shapes) == expected

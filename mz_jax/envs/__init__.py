@@ -38,6 +38,11 @@ Backend notes:
     ``minatar-*`` games (sticky actions, random spawns). Games with more than two players
     (``sparrow_mahjong``) are refused.
 
+Each :class:`Env` carries ``reward_bound``, the largest |reward| of one transition (None where
+unknown), to size the categorical value and reward supports; the gymnax and pgx adapters read it
+from their ``REWARD_BOUNDS`` tables (worked out from the backends' sources; e.g. 1 for CartPole and
+the board games, 12 for MinAtar Seaquest, None for ``pgx:2048`` and ``GaussianBandit-misc``).
+
 This module is the registry of names (:func:`make_env`, :func:`list_envs`, :func:`register_env`);
 :mod:`~mz_jax.envs.base` holds the protocol, :mod:`~mz_jax.envs.gymnax_adapter` and
 :mod:`~mz_jax.envs.pgx_adapter` the two backends.
@@ -143,7 +148,9 @@ def register_env(name: str, factory: Callable[..., Env]) -> None:
       name: not starting with ``"gymnax:"`` or ``"pgx:"``; use ``"custom:<id>"``, which
         :class:`mz_jax.TrainConfig` accepts (it asks for a ``':'``).
       factory: called with the keyword ``max_episode_steps`` (an int or None) and any keyword
-        arguments of ``make_env``; returns an :class:`Env`.
+        arguments of ``make_env``; returns an :class:`Env`, used as it is (set its ``reward_bound``
+        where the largest |reward| of a transition is known; None leaves the supports to be set by
+        hand).
     """
     if not isinstance(name, str) or not name or name.startswith((GYMNAX_PREFIX, PGX_PREFIX)):
         raise ValueError(

@@ -68,6 +68,12 @@ class Env:
       num_players: 1, or 2 for a two-player zero-sum game.
       max_episode_steps: the time limit in transitions (an episode reaching it without terminating is
         truncated), or None where there is none.
+      reward_bound: the largest |reward| of one transition, or None where unknown (then the
+        supports must be set by hand). Keyword-only with default None, so ``Env(...)`` calls written
+        before it existed (positional or keyword) still work; it sizes the categorical value and
+        reward supports (``reward_bound / (1 - discount)`` bounds a return).
+      return_bound: the largest |return| of one episode where it is smaller than the reward bound
+        summed over the episode (games scored once, at the end), or None. Keyword-only.
       reset: ``reset(key) -> (EnvState, TimeStep)``, the start of an episode.
       step: ``step(key, state, action) -> (EnvState, TimeStep)`` with ``action`` an int32 scalar; when
         the transition ends the episode, the returned state and observation already belong to a
@@ -79,6 +85,8 @@ class Env:
     observation_shape: tuple[int, ...]
     num_players: int
     max_episode_steps: int | None
+    reward_bound: float | None = dataclasses.field(default=None, kw_only=True)
+    return_bound: float | None = dataclasses.field(default=None, kw_only=True)
     reset: Callable[[Array], tuple[EnvState, TimeStep]] = dataclasses.field(repr=False)
     step: Callable[[Array, EnvState, Array], tuple[EnvState, TimeStep]] = dataclasses.field(
         repr=False

@@ -4,11 +4,16 @@ Every discrete-action gymnax (>= 1.0) environment. The time limit is
 ``params.max_steps_in_episode`` (``max_episode_steps`` overrides it), reported by gymnax as
 ``truncated`` apart from ``terminated``; gymnax's own step resets at the end of an episode. The
 legal-action mask is all True and the player always 0. gymnax is imported when first used.
+
+``Env.reward_bound`` comes from :data:`REWARD_BOUNDS`, read off the gymnax 1.0 sources (each
+environment's ``step_env`` with its default ``EnvParams``); a few are computed from the environment
+built (:func:`gymnax_reward_bound`).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import jax
@@ -21,6 +26,65 @@ GYMNAX_PREFIX = "gymnax:"
 
 # Constructing these downloads data sets; they are not listed, but make_env still accepts them.
 _DOWNLOADS_ON_CONSTRUCTION = frozenset({"MNISTBandit-bsuite"})
+
+
+REWARD_BOUNDS: dict[str, float | None] = {
+    # classic control
+    "CartPole-v1": 1.0,  # 1 - prev_terminal, in {0, 1}
+    "Acrobot-v1": 1.0,  # -1 until the goal, then 0
+    "MountainCar-v0": 1.0,  # -1 every step
+    # continuous (refused by this adapter); for completeness: -(theta^2 + 0.1 thdot^2 + 0.001 u^2),
+    # |theta| <= pi, |thdot| <= max_speed = 8, |u| <= max_torque = 2
+    "Pendulum-v1": math.pi**2 + 0.1 * 8.0**2 + 0.001 * 2.0**2,  # 16.2736...
+    "MountainCarContinuous-v0": None,  # -0.1 * action^2 with the action unclipped
+    # MinAtar
+    "Asterix-MinAtar": 1.0,  # +1 per treasure; one entity per row, so at most one caught a step
+    "Breakout-MinAtar": 1.0,  # +1 for the one brick the ball may strike in a step
+    "Freeway-MinAtar": 1.0,  # +1 on reaching the top
+    # +1 per alien hit; shots are >= shot_cool_down = 5 rows apart and the aliens span 4 rows, so
+    # one hit a step, except in the (terminal) step whose border move wraps row 9 to row 0: two
+    "SpaceInvaders-MinAtar": 2.0,
+    # +1 per enemy (fish or sub) shot down, at most 2 a step (2 friendly bullets alive at most:
+    # cool-down 5, 10 cells to fly), plus, on surfacing with 6 divers, oxygen * 10 // 200 <= 10
+    "Seaquest-MinAtar": 12.0,
+    # bsuite
+    "Catch-bsuite": 1.0,  # +-1 when the ball reaches the paddle's row
+    "DeepSea-bsuite": 1.0,  # deterministic (default): 1 at the treasure, -0.01/size a right move
+    "MemoryChain-bsuite": 1.0,  # +-1 at the query
+    "UmbrellaChain-bsuite": 1.0,  # +-1 at the end, +-1 distractor rewards before
+    "DiscountingChain-bsuite": 1.1,  # 1, or optimal_return = 1.1 for the best context
+    "MNISTBandit-bsuite": 1.0,  # +-1
+    "SimpleBandit-bsuite": 1.0,  # arm rewards linspace(0, 1)
+    # misc
+    "FourRooms-misc": 1.0,  # 1 at the goal
+    "MetaMaze-misc": 10.0,  # reward = 10 at the goal (punishment 0 for a wall)
+    "BernoulliBandit-misc": 1.0,  # Bernoulli draws, {0, 1}
+    "GaussianBandit-misc": None,  # Gaussian arm: unbounded
+    "Pong-misc": 1.0,  # 1 - done, in {0, 1}
+    "FrozenLake-misc": 1.0,  # reward_schedule (1, 0, 0); computed from the built env below
+    "PointRobot-misc": None,  # continuous (refused); dense reward: minus a distance
+    "Reacher-misc": None,  # continuous (refused)
+    "Swimmer-misc": None,  # continuous (refused)
+}
+"""The largest |reward| of one transition of each gymnax id with its default ``EnvParams`` and
+constructor arguments (None: unbounded or not worked out). :func:`gymnax_reward_bound` adjusts the
+few that depend on them."""
+
+
+def gymnax_reward_bound(env_id: str, env: Any, params: Any) -> float | None:
+    """The largest |reward| of one transition of the gymnax ``env`` with ``params``, or None.
+
+    :data:`REWARD_BOUNDS`, except where constructor arguments or ``params`` set the rewards.
+    """
+    if env_id == "FrozenLake-misc":  # (goal, hole, frozen) rewards, a constructor argument
+        return float(max(abs(float(r)) for r in env.reward_schedule))
+    if env_id == "DeepSea-bsuite":  # not deterministic: N(0, 1) noise at the chain's end
+        return 1.0 if bool(params.deterministic) else None
+    if env_id == "MetaMaze-misc":
+        return abs(float(params.reward)) + abs(float(params.punishment))
+    if env_id == "DiscountingChain-bsuite":
+        return max(1.0, abs(float(params.optimal_return)))
+    return REWARD_BOUNDS.get(env_id)
 
 
 def gymnax_ids() -> tuple[str, ...]:
@@ -120,6 +184,9 @@ def make_gymnax(env_id: str, max_episode_steps: int | None, kwargs: dict[str, An
         observation_shape=tuple(observation.shape),
         num_players=1,
         max_episode_steps=int(params.max_steps_in_episode),
+        reward_bound=gymnax_reward_bound(env_id, env, params),
+        # bsuite's Catch pays +1 or -1 once, when the ball lands.
+        return_bound=1.0 if env_id == "Catch-bsuite" else None,
         reset=reset,
         step=step,
     )

@@ -22,6 +22,35 @@ MORE_THAN_TWO_PLAYERS = frozenset({"sparrow_mahjong", "mahjong"})
 """Known from pgx 2.6 without constructing (shogi alone takes seconds to build); :func:`make_pgx`
 still checks ``num_players`` of whatever it builds."""
 
+REWARD_BOUNDS: dict[str, float | None] = {
+    # two-player board games: +-1 for a win or loss, 0 otherwise (and -1 for an illegal move,
+    # pgx's default ``_illegal_action_penalty``)
+    "animal_shogi": 1.0,
+    "chess": 1.0,
+    "connect_four": 1.0,
+    "gardner_chess": 1.0,
+    "go_9x9": 1.0,
+    "go_19x19": 1.0,
+    "hex": 1.0,
+    "othello": 1.0,
+    "shogi": 1.0,
+    "tic_tac_toe": 1.0,
+    "backgammon": 3.0,  # 1, 2 (gammon) or 3 (backgammon); an illegal move costs 3
+    "kuhn_poker": 2.0,  # the pot: 1 ante, +1 if a bet was called
+    "leduc_holdem": 13.0,  # min(chips): 1 ante + 2 raises of 2 (round 1) + 2 raises of 4 (round 2)
+    # the sum of the tiles merged in a move: bounded only by the board's sum (~2^18), no useful
+    # bound; set the supports by hand (or use a value transform)
+    "2048": None,
+    # the MinAtar games as in gymnax (see mz_jax.envs.gymnax_adapter.REWARD_BOUNDS)
+    "minatar-asterix": 1.0,
+    "minatar-breakout": 1.0,
+    "minatar-freeway": 1.0,
+    "minatar-space_invaders": 2.0,  # one alien hit a step, two in the terminal wrap-around step
+    "minatar-seaquest": 12.0,  # at most 2 kills + the surfacing bonus oxygen * 10 // 200 <= 10
+}
+"""The largest |reward| of one transition of each pgx 2.6 game, read off the pgx sources (None:
+no useful bound). Games not listed (newer pgx) get None."""
+
 
 def pgx_ids() -> tuple[str, ...]:
     """Every game pgx offers, whatever its number of players."""
@@ -96,6 +125,9 @@ def make_pgx(env_id: str, max_episode_steps: int | None) -> Env:
         observation_shape=tuple(shapes.observation.shape),
         num_players=int(env.num_players),
         max_episode_steps=max_episode_steps,
+        reward_bound=REWARD_BOUNDS.get(env_id),
+        # pgx's two-player games are scored once, at the end.
+        return_bound=REWARD_BOUNDS.get(env_id) if env.num_players == 2 else None,
         reset=reset,
         step=step,
     )

@@ -12,6 +12,11 @@ logits over the categorical support ``[-S, S]`` (Appendix F), and start with zer
 layers. Normalisation is LayerNorm, never BatchNorm: the networks hold no state but their
 parameters, so the examples of a batch do not interact and the functions are pure.
 
+Both also take two opt-in parts of EfficientZero (Ye et al., 2021): ``projection_size`` adds the
+projection network and its prediction head of the self-supervised consistency loss (§4.1), and
+``value_prefix_horizon`` makes the reward head an LSTM over the unroll that predicts the value
+prefix (§4.2). Without them the network and its parameters are MuZero's, unchanged.
+
 ``make_*_network(key, ...)`` returns ``(network, params)``; :func:`mlp_network` and
 :func:`resnet_network` take the same arguments but no key and return ``(network, init)``, drawing no
 parameter until ``init(key)`` is called.

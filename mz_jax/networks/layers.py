@@ -2,8 +2,10 @@
 
 A dense torso (``Linear -> LayerNorm -> ReLU`` per width), the 3x3 convolution and plane-wise
 LayerNorm of the residual networks, AlphaZero's residual block and a tower of them, the convolutional
-heads, and the min-max scaling of hidden states to ``[0, 1]`` (MuZero Appendix G). Every
-normalisation is a LayerNorm: no module here holds state but its parameters.
+heads, the min-max scaling of hidden states to ``[0, 1]`` (MuZero Appendix G), and the two
+opt-in parts of EfficientZero (Ye et al., 2021): the projection MLPs of the consistency loss and the
+value-prefix LSTM head. Every normalisation is a LayerNorm: no module here holds state but its
+parameters.
 """
 
 from __future__ import annotations
@@ -127,6 +129,70 @@ class ConvHead(nnx.Module):
         x = self.conv(x).reshape(x.shape[0], -1)
         x = jax.nn.relu(self.dense_norm(self.dense(x)))
         return self.out(x).astype(jnp.float32)
+
+
+class ProjectionMlp(nnx.Module):
+    """``dense_1 -> norm_1 -> ReLU -> dense_2 (-> norm_2)``: ``[B, D] -> [B, out]``.
+
+    With ``out_norm`` it is EfficientZero's projection network, without it the prediction head on
+    top (Ye et al., 2021, §4.1, after SimSiam); EfficientZero's BatchNorm is a LayerNorm here.
+    """
+
+    def __init__(
+        self, in_features: int, hidden: int, out: int, *, out_norm: bool, dtype, rngs: nnx.Rngs
+    ):
+        self.dense_1 = nnx.Linear(in_features, hidden, dtype=dtype, rngs=rngs)
+        self.norm_1 = nnx.LayerNorm(hidden, dtype=dtype, rngs=rngs)
+        self.dense_2 = nnx.Linear(hidden, out, dtype=dtype, rngs=rngs)
+        self.norm_2 = nnx.LayerNorm(out, dtype=dtype, rngs=rngs) if out_norm else None
+
+    def __call__(self, x: Array) -> Array:
+        x = self.dense_2(jax.nn.relu(self.norm_1(self.dense_1(x))))
+        if self.norm_2 is not None:
+            x = self.norm_2(x)
+        return x.astype(jnp.float32)
+
+
+def projection_modules(
+    in_features: int, projection_size: int, *, dtype, rngs: nnx.Rngs
+) -> tuple[ProjectionMlp, ProjectionMlp]:
+    """EfficientZero's projection ``[B, D] -> [B, P]`` and prediction head ``[B, P] -> [B, P]``.
+
+    The projection is ``P -> P`` wide with a LayerNorm on its output, the head has a bottleneck of
+    ``max(P // 2, 1)`` units (Ye et al., 2021, §4.1).
+    """
+    p = projection_size
+    projection = ProjectionMlp(in_features, p, p, out_norm=True, dtype=dtype, rngs=rngs)
+    head = ProjectionMlp(p, max(p // 2, 1), p, out_norm=False, dtype=dtype, rngs=rngs)
+    return projection, head
+
+
+class ValuePrefixHead(nnx.Module):
+    """EfficientZero's value-prefix head (Ye et al., 2021, §4.2): an LSTM over the unroll.
+
+    ``(carry, x[B, D]) -> (new_carry, logits[B, bins])`` with ``carry = (c, h)``, each
+    ``[B, lstm_size]`` float32, and ``logits = out(ReLU(norm(h')))``; ``out`` starts at zero.
+    """
+
+    def __init__(self, in_features: int, lstm_size: int, bins: int, *, dtype, rngs: nnx.Rngs):
+        # Parameters dense_i/kernel [D, 4L], dense_h/kernel [L, 4L] and dense_h/bias [4L], the
+        # gates in the order i, f, g, o.
+        self.lstm = nnx.OptimizedLSTMCell(in_features, lstm_size, dtype=dtype, rngs=rngs)
+        self.norm = nnx.LayerNorm(lstm_size, dtype=dtype, rngs=rngs)
+        self.out = nnx.Linear(lstm_size, bins, kernel_init=ZEROS, dtype=dtype, rngs=rngs)
+        self.lstm_size = lstm_size
+
+    def zero_carry(self, batch: int) -> tuple[Array, Array]:
+        """The carry at the start of a horizon: ``(c, h)``, zeros ``[batch, lstm_size]``."""
+        zeros = jnp.zeros((batch, self.lstm_size), jnp.float32)
+        return zeros, zeros
+
+    def __call__(self, carry: tuple[Array, Array], x: Array) -> tuple[tuple[Array, Array], Array]:
+        (c, h), _ = self.lstm(carry, x)
+        # The carry stays float32 in any computation dtype: it sums over the whole horizon.
+        c, h = c.astype(jnp.float32), h.astype(jnp.float32)
+        logits = self.out(jax.nn.relu(self.norm(h.astype(x.dtype))))
+        return (c, h), logits.astype(jnp.float32)
 
 
 def normalize_hidden(x: Array) -> Array:

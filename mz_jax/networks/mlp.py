@@ -1,7 +1,8 @@
 """The MLP MuZero network for vector observations (MuZero Appendix F, with dense layers).
 
 Representation, dynamics and prediction are MLPs of :class:`~mz_jax.networks.layers.DenseTorso`
-over a latent vector; the action enters the dynamics one-hot.
+over a latent vector; the action enters the dynamics one-hot. EfficientZero's projection and
+value-prefix head are opt-in.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ import jax.numpy as jnp
 from flax import nnx
 
 from mz_jax import validation
-from mz_jax.networks.layers import ZEROS, DenseTorso, normalize_hidden
+from mz_jax.networks.layers import (
+    ZEROS,
+    DenseTorso,
+    ValuePrefixHead,
+    normalize_hidden,
+    projection_modules,
+)
 from mz_jax.networks.pure import Params, as_pure_functions, check_dtype, check_shape
 from mz_jax.types import Array, ModelOutput, MuZeroNetwork
 
@@ -33,9 +40,12 @@ class _MlpMuZero(nnx.Module):
         latent_size: int,
         value_bins: int,
         reward_bins: int,
+        projection_size: int | None,
+        value_prefix: int | None,
         dtype,
         rngs: nnx.Rngs,
     ):
+        """``value_prefix``: None, or the LSTM size of a value-prefix network."""
         last = hidden_sizes[-1]
         dense = lambda n_in, n_out, **kw: nnx.Linear(n_in, n_out, dtype=dtype, rngs=rngs, **kw)
         self.representation = DenseTorso(observation_size, hidden_sizes, dtype=dtype, rngs=rngs)
@@ -46,12 +56,26 @@ class _MlpMuZero(nnx.Module):
         # Zero-initialised output layers: at initialisation every state has value 0, reward 0 and a
         # uniform prior, so the first searches follow visit counts rather than the noise of an
         # untrained network (common MuZero practice, e.g. EfficientZero).
-        self.reward_head = dense(last, reward_bins, kernel_init=ZEROS)
+        reward_head = dense(last, reward_bins, kernel_init=ZEROS)
         self.value_head = dense(last, value_bins, kernel_init=ZEROS)
         self.policy_head = dense(last, num_actions, kernel_init=ZEROS)
         self.num_actions = num_actions
         self.reward_bins = reward_bins
         self.dtype = dtype
+        # The EfficientZero parts come last, so that every module above draws the same random
+        # numbers with them as without them. A value-prefix network has no per-step reward head,
+        # but its draws above are made all the same (and discarded), for the same reason.
+        self.reward_head = reward_head if value_prefix is None else None
+        self.projection, self.projection_head = (
+            (None, None)
+            if projection_size is None
+            else projection_modules(latent_size, projection_size, dtype=dtype, rngs=rngs)
+        )
+        self.value_prefix_head = (
+            None
+            if value_prefix is None
+            else ValuePrefixHead(last, value_prefix, reward_bins, dtype=dtype, rngs=rngs)
+        )
 
     def _predict(self, hidden: Array, reward_logits: Array) -> ModelOutput:
         x = self.prediction(hidden)
@@ -61,19 +85,33 @@ class _MlpMuZero(nnx.Module):
             policy_logits=self.policy_head(x).astype(jnp.float32),
         )
 
-    def initial_inference(self, observation: Array) -> tuple[ModelOutput, Array]:
+    def initial_inference(self, observation: Array) -> tuple[ModelOutput, Any]:
         x = observation.reshape(observation.shape[0], -1).astype(self.dtype)
-        hidden = normalize_hidden(self.representation_out(self.representation(x)))
+        state = normalize_hidden(self.representation_out(self.representation(x)))
         # The root has no incoming transition: zero reward logits, which the loss does not train.
-        reward_logits = jnp.zeros((hidden.shape[0], self.reward_bins), jnp.float32)
-        return self._predict(hidden, reward_logits), hidden
+        reward_logits = jnp.zeros((state.shape[0], self.reward_bins), jnp.float32)
+        hidden = state
+        if self.value_prefix_head is not None:
+            hidden = (state, self.value_prefix_head.zero_carry(state.shape[0]))
+        return self._predict(state, reward_logits), hidden
 
-    def recurrent_inference(self, hidden: Array, action: Array) -> tuple[ModelOutput, Array]:
-        action_one_hot = jax.nn.one_hot(action, self.num_actions, dtype=hidden.dtype)
-        x = self.dynamics(jnp.concatenate([hidden, action_one_hot], axis=-1))
-        next_hidden = normalize_hidden(self.dynamics_out(x))
-        reward_logits = self.reward_head(x).astype(jnp.float32)
-        return self._predict(next_hidden, reward_logits), next_hidden
+    def recurrent_inference(self, hidden: Any, action: Array) -> tuple[ModelOutput, Any]:
+        state = hidden if self.value_prefix_head is None else hidden[0]
+        action_one_hot = jax.nn.one_hot(action, self.num_actions, dtype=state.dtype)
+        x = self.dynamics(jnp.concatenate([state, action_one_hot], axis=-1))
+        next_state = normalize_hidden(self.dynamics_out(x))
+        if self.value_prefix_head is None:
+            reward_logits = self.reward_head(x).astype(jnp.float32)
+            return self._predict(next_state, reward_logits), next_state
+        carry, value_prefix_logits = self.value_prefix_head(hidden[1], x)
+        return self._predict(next_state, value_prefix_logits), (next_state, carry)
+
+    def project(self, hidden: Any) -> Array:
+        state = hidden if self.value_prefix_head is None else hidden[0]
+        return self.projection(state)
+
+    def predict_projection(self, projection: Array) -> Array:
+        return self.projection_head(projection)
 
 
 def make_mlp_network(
@@ -86,6 +124,9 @@ def make_mlp_network(
     value_support_size: int = 10,
     reward_support_size: int = 10,
     dtype: Any = jnp.float32,
+    projection_size: int | None = None,
+    value_prefix_horizon: int | None = None,
+    lstm_size: int = 64,
 ) -> tuple[MuZeroNetwork, Params]:
     """A MuZero network of MLPs for vector observations (MuZero Appendix F, with dense layers).
 
@@ -100,6 +141,22 @@ def make_mlp_network(
     The reward, value and policy output layers start at zero. The root's ``reward_logits`` (from
     ``initial_inference``) are zeros.
 
+    Two opt-in parts of EfficientZero (Ye et al., 2021); without them the network and its
+    parameters are those of MuZero, and with them the parameters of the MuZero modules are the
+    same for the same key (the new modules draw their numbers last):
+
+    * ``projection_size`` P (§4.1): the network gets ``project(params, hidden) -> [B, P]``,
+      ``Linear(latent, P) -> LayerNorm -> ReLU -> Linear(P, P) -> LayerNorm`` (parameters
+      ``projection``), and ``predict_projection(params, projection[B, P]) -> [B, P]``,
+      ``Linear(P, max(P // 2, 1)) -> LayerNorm -> ReLU -> Linear(P)`` (``projection_head``).
+    * ``value_prefix_horizon`` H (§4.2): a value-prefix network. Its hidden state is a pair
+      ``(state[B, latent_size], (c, h))``, ``c`` and ``h`` each ``[B, lstm_size]`` float32, zeros
+      from ``initial_inference``. In ``recurrent_inference`` an LSTM cell takes the dynamics MLP's
+      output and the carry ``(c, h)``; ``reward_logits`` are ``Linear(ReLU(LayerNorm(h')))``
+      (starting at zero), the value prefix: the rewards summed since the carry was last zeroed
+      (parameters ``value_prefix_head``; there is no ``reward_head``). The network never zeroes
+      the carry: the caller does, every H steps (see :class:`mz_jax.types.MuZeroNetwork`).
+
     Args:
       key: a JAX PRNG key (or an int seed) for parameter initialisation.
       observation_shape: the shape of one observation, without the batch axis; flattened.
@@ -110,6 +167,10 @@ def make_mlp_network(
       reward_support_size: S of the reward support (>= 1).
       dtype: the computation dtype (e.g. ``jnp.bfloat16``); parameters and logits stay float32,
         the hidden state has this dtype.
+      projection_size: None, or the size P >= 1 of the projections (see above).
+      value_prefix_horizon: None, or the horizon H >= 1 of a value-prefix network (see above),
+        stored as ``network.value_prefix_horizon``.
+      lstm_size: units of the value-prefix LSTM (>= 1); used only with ``value_prefix_horizon``.
 
     Returns:
       ``(network, params)``: the pure functions and a nested ``dict`` of float32 parameter arrays.
@@ -126,6 +187,9 @@ def make_mlp_network(
         value_support_size=value_support_size,
         reward_support_size=reward_support_size,
         dtype=dtype,
+        projection_size=projection_size,
+        value_prefix_horizon=value_prefix_horizon,
+        lstm_size=lstm_size,
     )
     return network, init(key)
 
@@ -139,6 +203,9 @@ def mlp_network(
     value_support_size: int = 10,
     reward_support_size: int = 10,
     dtype: Any = jnp.float32,
+    projection_size: int | None = None,
+    value_prefix_horizon: int | None = None,
+    lstm_size: int = 64,
 ) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """:func:`make_mlp_network` without a key: ``(network, init)``, with ``init(key) -> params``.
 
@@ -156,6 +223,12 @@ def mlp_network(
     validation.check("value_support_size", value_support_size, kind="argument")
     validation.check("reward_support_size", reward_support_size, kind="argument")
     check_dtype(dtype)
+    if projection_size is not None:
+        validation.check("projection_size", projection_size, kind="argument")
+    if value_prefix_horizon is not None:
+        validation.check("value_prefix_horizon", value_prefix_horizon, kind="argument")
+    validation.check("lstm_size", lstm_size, kind="argument")
+    value_prefix = None if value_prefix_horizon is None else lstm_size
     build = lambda rngs: _MlpMuZero(
         observation_size=math.prod(observation_shape),
         num_actions=num_actions,
@@ -163,9 +236,16 @@ def mlp_network(
         latent_size=latent_size,
         value_bins=2 * value_support_size + 1,
         reward_bins=2 * reward_support_size + 1,
+        projection_size=projection_size,
+        value_prefix=value_prefix,
         dtype=dtype,
         rngs=rngs,
     )
     return as_pure_functions(
-        build, observation_shape=observation_shape, hidden_shape=(latent_size,)
+        build,
+        observation_shape=observation_shape,
+        hidden_shape=(latent_size,),
+        projection_size=projection_size,
+        value_prefix_horizon=value_prefix_horizon,
+        carry_shape=(lstm_size,),
     )

@@ -33,6 +33,9 @@ def as_pure_functions(
     *,
     observation_shape: tuple[int, ...],
     hidden_shape: tuple[int, ...],
+    projection_size: int | None = None,
+    value_prefix_horizon: int | None = None,
+    carry_shape: tuple[int, ...] | None = None,
 ) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """The pure functions of the module ``build(rngs)`` and ``init(key) -> params``.
 
@@ -41,9 +44,17 @@ def as_pure_functions(
 
     Args:
       build: makes the module, which has ``initial_inference(observation)`` and
-        ``recurrent_inference(hidden, action)`` and holds ``nnx.Param`` state only.
+        ``recurrent_inference(hidden, action)`` (and ``project(hidden)`` and
+        ``predict_projection(projection)`` with ``projection_size``) and holds ``nnx.Param`` state
+        only.
       observation_shape: the shape of one observation, checked at trace time.
-      hidden_shape: the shape of one hidden state, checked at trace time.
+      hidden_shape: the shape of one hidden state (of its ``state`` part for a value-prefix
+        network), checked at trace time.
+      projection_size: None, or the size P of the projections of EfficientZero's consistency loss
+        (Ye et al., 2021, §4.1), which the module computes.
+      value_prefix_horizon: None, or the horizon H of a value-prefix network (§4.2), whose hidden
+        state is a pair ``(state, (c, h))``; stored on the returned network.
+      carry_shape: with ``value_prefix_horizon``, the shape of ``c`` and of ``h`` of one example.
     """
     # One filter, nnx.Param: nnx.split raises if the module holds any other state (batch
     # statistics, RNG counters), which would make the functions below impure. The graph does not
@@ -60,22 +71,61 @@ def as_pure_functions(
     def init(key: jax.Array | int) -> Params:
         return draw(check_key(key))
 
-    def initial_inference(params: Params, observation: Array) -> tuple[ModelOutput, Array]:
+    def check_hidden(hidden: Any) -> Array:
+        """Checks ``hidden`` at trace time and returns its ``state`` part."""
+        if value_prefix_horizon is None:
+            check_array_shape("hidden", hidden, hidden_shape)
+            return hidden
+        if not (
+            isinstance(hidden, tuple)
+            and len(hidden) == 2
+            and isinstance(hidden[1], tuple)
+            and len(hidden[1]) == 2
+        ):
+            raise ValueError(
+                "hidden must be a pair (state, (c, h)) for a value-prefix network; "
+                f"got {jax.tree.structure(hidden)}"
+            )
+        state, carry = hidden
+        check_array_shape("hidden", state, hidden_shape)
+        for name, leaf in zip(("c", "h"), carry, strict=True):
+            check_array_shape(f"hidden reward_carry {name}", leaf, carry_shape)
+            if leaf.shape[0] != state.shape[0]:
+                raise ValueError(
+                    f"hidden reward_carry {name} must have the batch size {state.shape[0]} of "
+                    f"the state; got {list(leaf.shape)}"
+                )
+        return state
+
+    def initial_inference(params: Params, observation: Array) -> tuple[ModelOutput, Any]:
         check_array_shape("observation", observation, observation_shape)
         return nnx.merge(graphdef, params).initial_inference(observation)
 
-    def recurrent_inference(
-        params: Params, hidden: Array, action: Array
-    ) -> tuple[ModelOutput, Array]:
-        check_array_shape("hidden", hidden, hidden_shape)
-        if action.shape != hidden.shape[:1] or not jnp.issubdtype(action.dtype, jnp.integer):
+    def recurrent_inference(params: Params, hidden: Any, action: Array) -> tuple[ModelOutput, Any]:
+        state = check_hidden(hidden)
+        if action.shape != state.shape[:1] or not jnp.issubdtype(action.dtype, jnp.integer):
             raise ValueError(
-                f"action must be an integer array of shape [B] = {list(hidden.shape[:1])}; "
+                f"action must be an integer array of shape [B] = {list(state.shape[:1])}; "
                 f"got {action.dtype}{list(action.shape)}"
             )
         return nnx.merge(graphdef, params).recurrent_inference(hidden, action)
 
-    return MuZeroNetwork(initial_inference, recurrent_inference), init
+    def project_hidden(params: Params, hidden: Any) -> Array:
+        check_hidden(hidden)
+        return nnx.merge(graphdef, params).project(hidden)
+
+    def predict_projection(params: Params, projection: Array) -> Array:
+        check_array_shape("projection", projection, (projection_size,))
+        return nnx.merge(graphdef, params).predict_projection(projection)
+
+    network = MuZeroNetwork(
+        initial_inference,
+        recurrent_inference,
+        project=None if projection_size is None else project_hidden,
+        predict_projection=None if projection_size is None else predict_projection,
+        value_prefix_horizon=value_prefix_horizon,
+    )
+    return network, init
 
 
 def count_params(params: Any) -> int:

@@ -1,7 +1,8 @@
 """The residual MuZero network for image observations (MuZero Appendix F).
 
 An AlphaZero-style residual tower over hidden planes ``[B, h, w, C]`` (NHWC), with the Atari
-downsampling stem on request (96x96 -> 6x6) and the action encoded as planes.
+downsampling stem on request (96x96 -> 6x6) and the action encoded as planes. EfficientZero's
+projection and value-prefix head are opt-in.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from mz_jax.networks.layers import (
     ConvNormRelu,
     ResidualBlock,
     ResidualTower,
+    ValuePrefixHead,
     conv3x3,
     normalize_hidden,
     plane_norm,
+    projection_modules,
 )
 from mz_jax.networks.pure import Params, as_pure_functions, check_dtype, check_shape
 from mz_jax.types import Array, ModelOutput, MuZeroNetwork
@@ -50,9 +53,12 @@ class _ResNetMuZero(nnx.Module):
         head_hidden: int,
         value_bins: int,
         reward_bins: int,
+        projection_size: int | None,
+        value_prefix: int | None,
         dtype,
         rngs: nnx.Rngs,
     ):
+        """``value_prefix``: None, or the LSTM size of a value-prefix network."""
         in_channels, channels = observation_shape[-1], hidden_shape[-1]
         kw = dict(dtype=dtype, rngs=rngs)
         if downsample:
@@ -82,12 +88,27 @@ class _ResNetMuZero(nnx.Module):
         # 0, reward 0 and a uniform prior, so the first searches follow visit counts rather than
         # the noise of an untrained network (common MuZero practice, e.g. EfficientZero).
         head = (hidden_shape, head_channels, head_hidden)
-        self.reward_head = ConvHead(*head, reward_bins, **kw)
+        reward_head = ConvHead(*head, reward_bins, **kw)
         self.value_head = ConvHead(*head, value_bins, **kw)
         self.policy_head = ConvHead(*head, num_actions, **kw)
         self.num_actions = num_actions
         self.reward_bins = reward_bins
         self.dtype = dtype
+        # The EfficientZero parts come last, so that every module above draws the same random
+        # numbers with them as without them. A value-prefix network has no per-step reward head,
+        # but its draws above are made all the same (and discarded), for the same reason.
+        self.reward_head = reward_head if value_prefix is None else None
+        state_size = math.prod(hidden_shape)
+        self.projection, self.projection_head = (
+            (None, None)
+            if projection_size is None
+            else projection_modules(state_size, projection_size, **kw)
+        )
+        self.value_prefix_head = (
+            None
+            if value_prefix is None
+            else ValuePrefixHead(state_size, value_prefix, reward_bins, **kw)
+        )
 
     def _stem(self, x: Array) -> Array:
         if not self.downsample:
@@ -108,22 +129,37 @@ class _ResNetMuZero(nnx.Module):
             policy_logits=self.policy_head(x),
         )
 
-    def initial_inference(self, observation: Array) -> tuple[ModelOutput, Array]:
-        hidden = normalize_hidden(self.representation(self._stem(observation.astype(self.dtype))))
+    def initial_inference(self, observation: Array) -> tuple[ModelOutput, Any]:
+        state = normalize_hidden(self.representation(self._stem(observation.astype(self.dtype))))
         # The root has no incoming transition: zero reward logits, which the loss does not train.
-        reward_logits = jnp.zeros((hidden.shape[0], self.reward_bins), jnp.float32)
-        return self._predict(hidden, reward_logits), hidden
+        reward_logits = jnp.zeros((state.shape[0], self.reward_bins), jnp.float32)
+        hidden = state
+        if self.value_prefix_head is not None:
+            hidden = (state, self.value_prefix_head.zero_carry(state.shape[0]))
+        return self._predict(state, reward_logits), hidden
 
-    def recurrent_inference(self, hidden: Array, action: Array) -> tuple[ModelOutput, Array]:
+    def recurrent_inference(self, hidden: Any, action: Array) -> tuple[ModelOutput, Any]:
+        state = hidden if self.value_prefix_head is None else hidden[0]
         # MuZero Appendix F: the action enters as planes of the hidden state's spatial size, one per
         # action, all ones for the action taken and all zeros for the others.
-        planes = jax.nn.one_hot(action, self.num_actions, dtype=hidden.dtype)[:, None, None, :]
-        planes = jnp.broadcast_to(planes, (*hidden.shape[:-1], self.num_actions))
-        x = self.dynamics_conv(jnp.concatenate([hidden, planes], axis=-1))
+        planes = jax.nn.one_hot(action, self.num_actions, dtype=state.dtype)[:, None, None, :]
+        planes = jnp.broadcast_to(planes, (*state.shape[:-1], self.num_actions))
+        x = self.dynamics_conv(jnp.concatenate([state, planes], axis=-1))
         # A skip connection from the incoming state: the dynamics start close to the identity.
-        x = self.dynamics(jax.nn.relu(hidden + self.dynamics_norm(x)))
-        next_hidden = normalize_hidden(x)
-        return self._predict(next_hidden, self.reward_head(x)), next_hidden
+        x = self.dynamics(jax.nn.relu(state + self.dynamics_norm(x)))
+        next_state = normalize_hidden(x)
+        if self.value_prefix_head is None:
+            return self._predict(next_state, self.reward_head(x)), next_state
+        features = x.reshape(x.shape[0], -1)
+        carry, value_prefix_logits = self.value_prefix_head(hidden[1], features)
+        return self._predict(next_state, value_prefix_logits), (next_state, carry)
+
+    def project(self, hidden: Any) -> Array:
+        state = hidden if self.value_prefix_head is None else hidden[0]
+        return self.projection(state.reshape(state.shape[0], -1))
+
+    def predict_projection(self, projection: Array) -> Array:
+        return self.projection_head(projection)
 
 
 def make_resnet_network(
@@ -140,6 +176,9 @@ def make_resnet_network(
     value_support_size: int = 10,
     reward_support_size: int = 10,
     dtype: Any = jnp.float32,
+    projection_size: int | None = None,
+    value_prefix_horizon: int | None = None,
+    lstm_size: int = 64,
 ) -> tuple[MuZeroNetwork, Params]:
     """An AlphaZero-style residual MuZero network for images ``[B, H, W, C]`` (MuZero Appendix F).
 
@@ -166,6 +205,16 @@ def make_resnet_network(
     ``ceil(n / 2)`` ("SAME" padding), so ``h, w = ceil(H / 16), ceil(W / 16)``: 96 -> 6, 32 -> 2,
     10 -> 1.
 
+    EfficientZero's two parts (Ye et al., 2021) are opt-in, as in
+    :func:`~mz_jax.networks.make_mlp_network` (which describes them), and leave the parameters of
+    the MuZero modules as they are for the same key. ``projection_size`` P: ``project`` flattens
+    the state ``[B, h, w, channels]`` and maps it through
+    ``Linear(h * w * channels, P) -> LayerNorm -> ReLU -> Linear(P, P) -> LayerNorm`` (parameters
+    ``projection``); ``predict_projection`` is the head of the MLP network (``projection_head``).
+    ``value_prefix_horizon`` H: the LSTM cell of the value prefix (``value_prefix_head``, in place
+    of ``reward_head``) takes the flattened output of the dynamics tower
+    ``[B, h * w * channels]``, which feeds the reward head of a MuZero network.
+
     Args:
       key: a JAX PRNG key (or an int seed) for parameter initialisation.
       observation_shape: ``(H, W, C)`` of one observation, channels last. Observations of any dtype
@@ -182,6 +231,10 @@ def make_resnet_network(
       reward_support_size: S of the reward support (>= 1).
       dtype: the computation dtype (e.g. ``jnp.bfloat16``); parameters and logits stay float32,
         the hidden state has this dtype.
+      projection_size: None, or the size P >= 1 of the projections (see above).
+      value_prefix_horizon: None, or the horizon H >= 1 of a value-prefix network (see above),
+        stored as ``network.value_prefix_horizon``.
+      lstm_size: units of the value-prefix LSTM (>= 1); used only with ``value_prefix_horizon``.
 
     Returns:
       ``(network, params)``: the pure functions and a nested ``dict`` of float32 parameter arrays.
@@ -202,6 +255,9 @@ def make_resnet_network(
         value_support_size=value_support_size,
         reward_support_size=reward_support_size,
         dtype=dtype,
+        projection_size=projection_size,
+        value_prefix_horizon=value_prefix_horizon,
+        lstm_size=lstm_size,
     )
     return network, init(key)
 
@@ -219,6 +275,9 @@ def resnet_network(
     value_support_size: int = 10,
     reward_support_size: int = 10,
     dtype: Any = jnp.float32,
+    projection_size: int | None = None,
+    value_prefix_horizon: int | None = None,
+    lstm_size: int = 64,
 ) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """:func:`make_resnet_network` without a key: ``(network, init)``, with ``init(key) -> params``.
 
@@ -236,6 +295,11 @@ def resnet_network(
     validation.check("value_support_size", value_support_size, kind="argument")
     validation.check("reward_support_size", reward_support_size, kind="argument")
     check_dtype(dtype)
+    if projection_size is not None:
+        validation.check("projection_size", projection_size, kind="argument")
+    if value_prefix_horizon is not None:
+        validation.check("value_prefix_horizon", value_prefix_horizon, kind="argument")
+    validation.check("lstm_size", lstm_size, kind="argument")
     height, width, _ = observation_shape
     if downsample:
         height, width = _downsampled_size(height), _downsampled_size(width)
@@ -260,7 +324,16 @@ def resnet_network(
         head_hidden=head_hidden,
         value_bins=2 * value_support_size + 1,
         reward_bins=2 * reward_support_size + 1,
+        projection_size=projection_size,
+        value_prefix=None if value_prefix_horizon is None else lstm_size,
         dtype=dtype,
         rngs=rngs,
     )
-    return as_pure_functions(build, observation_shape=observation_shape, hidden_shape=hidden_shape)
+    return as_pure_functions(
+        build,
+        observation_shape=observation_shape,
+        hidden_shape=hidden_shape,
+        projection_size=projection_size,
+        value_prefix_horizon=value_prefix_horizon,
+        carry_shape=(lstm_size,),
+    )

@@ -1,0 +1,113 @@
+"""Reanalyse inside the compiled step: fresher targets for replayed data (MuZero Reanalyse;
+EfficientZero, Ye et al. 2021, §4.3).
+
+Self-play stores the search policy and the search value of every step, computed with the parameters
+of the time. The longer a step stays in the replay, the further those targets lag behind the
+network being trained. Just before the targets are built, the learner may refresh a sampled batch
+of windows (leaves ``[B, W, ...]``, see :mod:`mz_jax.replay`) with its target parameters (a copy of
+the parameters a few updates old):
+
+* :func:`refresh_values`: every row's ``root_value`` becomes the network's value of its
+  observation, and the ``bootstrap_value`` of a truncated episode the value of the observation it
+  reached (stored for this by ``rollout(record_final_observation=True)``);
+* :func:`refresh_policies`: the policy targets of steps 0..K of the first windows become those of a
+  fresh search from their stored observations and legal actions;
+* :func:`td_steps_for_age` (off-policy correction): older data bootstraps after fewer real rewards,
+  since its rewards came from an older policy.
+
+All of it is pure and runs inside the one jitted, sharded iteration (:mod:`mz_jax.iteration`).
+No gradient flows through any refreshed target.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from mz_jax.mcts import SearchConfig, search
+from mz_jax.replay import ReplayIndex, ReplayState
+from mz_jax.transforms import logits_to_scalar
+from mz_jax.types import Array, MuZeroNetwork, Params, Trajectory
+
+
+def _flatten2(x: Array) -> Array:
+    """``[B, R, ...] -> [B * R, ...]``."""
+    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
+
+
+def _values(params: Params, network: MuZeroNetwork, observation: Array) -> Array:
+    output, _ = network.initial_inference(params, observation)
+    return jax.lax.stop_gradient(logits_to_scalar(output.value_logits))
+
+
+def refresh_values(
+    params: Params,
+    windows: Trajectory,
+    *,
+    network: MuZeroNetwork,
+    final_observations: bool = False,
+) -> Trajectory:
+    """``windows`` (leaves ``[B, W, ...]``) with every ``root_value`` replaced by the network's value
+    of its row's observation, and, with ``final_observations`` (the windows hold them, as
+    ``rollout(record_final_observation=True)`` records them), the first truncation's
+    ``bootstrap_value`` of each window by the value of the observation it reached (from the
+    perspective of the player at that row). The n-step targets bootstrap from these rows (wherever
+    off-policy correction or an exploratory action cuts the return), so all W rows are refreshed.
+    """
+    batch, rows = windows.reward.shape
+    values = _values(params, network, _flatten2(windows.observation)).reshape(batch, rows)
+    windows = windows._replace(root_value=values)
+    if not final_observations:
+        return windows  # keep the acting-time estimates of truncation bootstraps
+    # Only the first truncation of a window can be read by the targets (a row after it belongs to
+    # another episode), so one inference per window suffices.
+    row = jnp.argmax(windows.truncated, axis=1)
+    take = lambda x: jnp.take_along_axis(x, row.reshape(batch, *(1,) * (x.ndim - 1)), axis=1)[:, 0]
+    final_value = _values(params, network, take(windows.final_observation))
+    same_player = take(windows.final_player) == take(windows.player)
+    fresh = jnp.where(same_player, final_value, -final_value)
+    at_row = (jnp.arange(rows)[None, :] == row[:, None]) & windows.truncated
+    bootstrap_value = jnp.where(at_row, fresh[:, None], windows.bootstrap_value)
+    return windows._replace(bootstrap_value=bootstrap_value)
+
+
+def refresh_policies(
+    params: Params,
+    key: Array,
+    windows: Trajectory,
+    *,
+    network: MuZeroNetwork,
+    search_config: SearchConfig,
+    num_unroll_steps: int,
+    count: int,
+) -> Trajectory:
+    """``windows`` with the policy targets of rows 0..K of the first ``count`` windows replaced by
+    those of a fresh search with ``params`` from the stored observations and legal actions.
+
+    The search is the acting search (``search_config``, root noise included, as EfficientZero's
+    reanalyse), on ``count * (K + 1)`` roots at once. Rows past the end of an episode are searched
+    too (the batch is static) and then zeroed or masked by the target builder.
+    """
+    if count == 0:
+        return windows
+    steps = num_unroll_steps + 1
+    observation = _flatten2(windows.observation[:count, :steps])
+    legal = _flatten2(windows.legal_action_mask[:count, :steps])
+    out = search(params, key, observation, legal, network=network, config=search_config)
+    policy = jax.lax.stop_gradient(out.policy).reshape(count, steps, -1)
+    return windows._replace(policy=windows.policy.at[:count, :steps].set(policy))
+
+
+def window_age(replay: ReplayState, index: ReplayIndex, *, num_envs: int) -> Array:
+    """``[B]`` int32: environment steps (``num_envs`` environments together) collected since the
+    first step of each sampled window was written; 0 for the newest time slot."""
+    length = replay.priority.shape[0]
+    slots = (replay.write_index - 1 - index.time) % length
+    return slots * num_envs
+
+
+def td_steps_for_age(age: Array, *, td_steps: int, correction_steps: int) -> Array:
+    """EfficientZero's off-policy correction: ``n = td_steps - floor(age / correction_steps)``,
+    clipped to ``[1, td_steps]``; ``age`` in environment steps (:func:`window_age`)."""
+    shorter = age // correction_steps
+    return jnp.clip(td_steps - shorter, 1, td_steps).astype(jnp.int32)
