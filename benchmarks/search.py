@@ -25,7 +25,8 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from mz_jax.mcts import SearchConfig, make_recurrent_fn, make_root_fn, search
+from mz_jax.mcts import SearchConfig, search
+from mz_jax.search_model import make_recurrent_fn, make_root_fn
 from mz_jax.types import ModelOutput, MuZeroNetwork
 
 OBSERVATION_SIZE = 16

@@ -179,11 +179,6 @@ def make_network(
 
     The support sizes of ``config`` must be set (see :func:`network_config_for`); ``projection``
     adds the projection network and head of the consistency loss."""
-    for name in ("value_support_size", "reward_support_size"):
-        if getattr(config, name) is None:
-            fail(
-                f"network.{name}", None, "an integer >= 1 (build() derives it from the environment)"
-            )
     kind = config.kind
     if kind == "auto":
         kind = "resnet" if len(env.observation_shape) == 3 else "mlp"

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -33,12 +32,8 @@ import jax.numpy as jnp
 import mctx
 
 from mz_jax import validation
-from mz_jax.ops import reset_reward_carry
-from mz_jax.transforms import logits_to_scalar
+from mz_jax.search_model import make_recurrent_fn, make_root_fn
 from mz_jax.types import Array, MuZeroNetwork, Params
-
-RootFn = Callable[[Params, Array, Any], mctx.RootFnOutput]
-RecurrentFn = Callable[[Params, Array, Array, Any], tuple[mctx.RecurrentFnOutput, Any]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,100 +111,6 @@ class SearchOutput(NamedTuple):
     policy: Array
     root_value: Array
     has_legal_action: Array
-
-
-class ValuePrefixEmbedding(NamedTuple):
-    """What the tree stores per node for a value-prefix network (EfficientZero §4.2).
-
-    Attributes:
-      hidden: the network's hidden state ``(state, reward_carry)``, with ``reward_carry`` zeroed
-        when ``depth`` is a multiple of the horizon (as the loss's unroll resets it).
-      prefix: ``[B]`` the value prefix the children's rewards are measured from: the node's own
-        predicted prefix, or 0 where the carry was reset (and at the root).
-      depth: ``[B]`` int32, edges from the root.
-    """
-
-    hidden: Any
-    prefix: Array
-    depth: Array
-
-
-def make_root_fn(network: MuZeroNetwork) -> RootFn:
-    """Returns ``root_fn(params, rng_key, observation[B, ...]) -> mctx.RootFnOutput``.
-
-    The representation and prediction functions at the root (MuZero Appendix B); the value is decoded
-    from its logits and everything the tree stores is float32 whatever the network's dtype. For a
-    value-prefix network the embedding is a :class:`ValuePrefixEmbedding` at depth 0.
-    """
-
-    def root_fn(params: Params, rng_key: Array, observation: Any) -> mctx.RootFnOutput:
-        del rng_key  # The network is deterministic; the key is in the signature for symmetry.
-        output, hidden = network.initial_inference(params, observation)
-        value = logits_to_scalar(output.value_logits)
-        if network.value_prefix_horizon is not None:
-            zeros = jnp.zeros(value.shape, jnp.float32)
-            hidden = ValuePrefixEmbedding(hidden, zeros, zeros.astype(jnp.int32))
-        return mctx.RootFnOutput(
-            prior_logits=output.policy_logits.astype(jnp.float32),
-            value=value,
-            embedding=hidden,
-        )
-
-    return root_fn
-
-
-def make_recurrent_fn(network: MuZeroNetwork, *, discount: float, two_player: bool) -> RecurrentFn:
-    """Returns an mctx ``recurrent_fn(params, rng_key, action[B], hidden[B, ...])``.
-
-    The dynamics and prediction functions (MuZero Appendix B). The reward is the one predicted for
-    the transition into the new state, from the perspective of the player who acted; the value is
-    from the perspective of the player to move in the new state. For a value-prefix network the
-    reward is the difference of consecutive predicted value prefixes, and the LSTM carry is reset
-    at the depths where the loss's unroll resets it (multiples of the horizon). Between alternating players the
-    discount is ``-discount``: the child's value counts negatively for the parent.
-
-    Args:
-      network: the MuZero network pair.
-      discount: gamma in (0, 1].
-      two_player: alternating two-player zero-sum game.
-    """
-    validation.check("discount", discount, kind="argument")
-    validation.check("two_player", two_player, kind="argument")
-    step_discount = -float(discount) if two_player else float(discount)
-
-    horizon = network.value_prefix_horizon
-
-    def recurrent_fn(
-        params: Params, rng_key: Array, action: Array, embedding: Any
-    ) -> tuple[mctx.RecurrentFnOutput, Any]:
-        del rng_key  # A deterministic model.
-        hidden = embedding.hidden if horizon is not None else embedding
-        output, next_hidden = network.recurrent_inference(params, hidden, action)
-        value = logits_to_scalar(output.value_logits)
-        reward = logits_to_scalar(output.reward_logits)
-        if horizon is not None:
-            # The logits predict the sum of rewards since the last reset; the edge's reward is the
-            # difference from the parent's prefix (0 when the parent reset the carry).
-            prefix = reward
-            reward = prefix - embedding.prefix
-            depth = embedding.depth + 1
-            reset = depth % horizon == 0
-            next_hidden = ValuePrefixEmbedding(
-                hidden=reset_reward_carry(next_hidden, reset),
-                prefix=jnp.where(reset, 0.0, prefix),
-                depth=depth,
-            )
-        return (
-            mctx.RecurrentFnOutput(
-                reward=reward,
-                discount=jnp.full_like(value, step_discount),
-                prior_logits=output.policy_logits.astype(jnp.float32),
-                value=value,
-            ),
-            next_hidden,
-        )
-
-    return recurrent_fn
 
 
 def search(

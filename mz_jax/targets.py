@@ -145,9 +145,9 @@ def make_targets(
     # m_k, the rows z_k sums before it bootstraps: n (or this window's n), or fewer where an
     # exploratory action of the episode comes first.
     n = td_steps if td_steps_used is None else jnp.clip(td_steps_used, 1, td_steps)
-    exploratory = window.exploratory.astype(bool) & in_episode
+    exploratory = (window.exploratory.astype(bool) & in_episode)[rows]  # [K+1, n]
     first_exploratory = jnp.where(
-        jnp.any(exploratory[rows], axis=1), jnp.argmax(exploratory[rows], axis=1), td_steps
+        jnp.any(exploratory, axis=1), jnp.argmax(exploratory, axis=1), td_steps
     )
     summed = jnp.minimum(first_exploratory, n)  # [K+1]
 

@@ -100,9 +100,7 @@ def support_size_for(bound: float, *, minimum: int = 1, eps: float = DEFAULT_EPS
     ``ceil(h(bound))``. ``bound`` is a finite number >= 0."""
     if not (math.isfinite(bound) and bound >= 0):
         raise ValueError(f"bound must be a finite number >= 0; got {bound!r}")
-    abs_x = float(bound)
-    transformed = abs_x / (math.sqrt(abs_x + 1.0) + 1.0) + eps * abs_x
-    return max(int(minimum), math.ceil(transformed - 1e-9))
+    return max(int(minimum), math.ceil(float(h(jnp.float32(bound), eps))))
 
 
 def clipped(x: Array, support_size: int, eps: float = DEFAULT_EPS) -> Array:

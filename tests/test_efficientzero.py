@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mz_jax import mcts, reanalyse, transforms
+from mz_jax import mcts, reanalyse, search_model, transforms
 from mz_jax.loss import make_loss_fn, value_prefix_matrix
 from mz_jax.types import Batch, ModelOutput, MuZeroNetwork, Trajectory
 
@@ -181,8 +181,8 @@ def _counting_network(rewards, horizon):
 def test_search_rewards_are_prefix_differences():
     rewards = [1.0, 3.0]
     network = _counting_network(rewards, horizon=2)
-    root = mcts.make_root_fn(network)({}, jax.random.key(0), jnp.zeros((1, 1)))
-    step = mcts.make_recurrent_fn(network, discount=1.0, two_player=False)
+    root = search_model.make_root_fn(network)({}, jax.random.key(0), jnp.zeros((1, 1)))
+    step = search_model.make_recurrent_fn(network, discount=1.0, two_player=False)
     embedding = root.embedding
     path = [1, 0, 1, 1, 0]  # crosses the resets at depths 2 and 4
     for depth, action in enumerate(path, start=1):

@@ -21,7 +21,8 @@ import pgx
 import pytest
 
 from mz_jax import transforms
-from mz_jax.mcts import SearchConfig, SearchOutput, make_recurrent_fn, make_root_fn, search
+from mz_jax.mcts import SearchConfig, SearchOutput, search
+from mz_jax.search_model import make_recurrent_fn, make_root_fn
 from mz_jax.types import ModelOutput, MuZeroNetwork
 
 SUPPORT = 3  # 7 bins: h(x) reaches 3 at |x| ≈ 15, far beyond the numbers used here.

@@ -11,6 +11,7 @@ parameters.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -153,20 +154,6 @@ class ProjectionMlp(nnx.Module):
         return x.astype(jnp.float32)
 
 
-def projection_modules(
-    in_features: int, projection_size: int, *, dtype, rngs: nnx.Rngs
-) -> tuple[ProjectionMlp, ProjectionMlp]:
-    """EfficientZero's projection ``[B, D] -> [B, P]`` and prediction head ``[B, P] -> [B, P]``.
-
-    The projection is ``P -> P`` wide with a LayerNorm on its output, the head has a bottleneck of
-    ``max(P // 2, 1)`` units (Ye et al., 2021, §4.1).
-    """
-    p = projection_size
-    projection = ProjectionMlp(in_features, p, p, out_norm=True, dtype=dtype, rngs=rngs)
-    head = ProjectionMlp(p, max(p // 2, 1), p, out_norm=False, dtype=dtype, rngs=rngs)
-    return projection, head
-
-
 class ValuePrefixHead(nnx.Module):
     """EfficientZero's value-prefix head (Ye et al., 2021, §4.2): an LSTM over the unroll.
 
@@ -193,6 +180,67 @@ class ValuePrefixHead(nnx.Module):
         c, h = c.astype(jnp.float32), h.astype(jnp.float32)
         logits = self.out(jax.nn.relu(self.norm(h.astype(x.dtype))))
         return (c, h), logits.astype(jnp.float32)
+
+
+class EfficientZeroParts:
+    """The optional EfficientZero parts of a MuZero module, shared by the MLP and the ResNet.
+
+    :meth:`add_efficientzero_parts` creates them (call it after every other submodule, so that the
+    others draw the same random numbers with and without them): the projection network and its
+    prediction head of the consistency loss (§4.1), and the value-prefix head (§4.2), whose
+    presence makes the hidden state a pair ``(state, reward_carry)``.
+    """
+
+    projection: ProjectionMlp | None
+    projection_head: ProjectionMlp | None
+    value_prefix_head: ValuePrefixHead | None
+
+    def add_efficientzero_parts(
+        self,
+        *,
+        state_size: int,
+        features_size: int,
+        projection_size: int | None,
+        value_prefix: int | None,
+        reward_bins: int,
+        dtype,
+        rngs: nnx.Rngs,
+    ) -> None:
+        """``state_size``: the flattened hidden state's size (the projection's input);
+        ``features_size``: the size of the features the value-prefix LSTM reads; ``value_prefix``:
+        None, or the LSTM's size. The projection is ``P -> P`` wide with a LayerNorm on its output,
+        the head has a bottleneck of ``max(P // 2, 1)`` units (Ye et al., 2021, §4.1)."""
+        # Each attribute is assigned once: nnx makes an attribute first set to None static.
+        p, kw = projection_size, dict(dtype=dtype, rngs=rngs)
+        self.projection = (
+            None if p is None else ProjectionMlp(state_size, p, p, out_norm=True, **kw)
+        )
+        self.projection_head = (
+            None if p is None else ProjectionMlp(p, max(p // 2, 1), p, out_norm=False, **kw)
+        )
+        self.value_prefix_head = (
+            None
+            if value_prefix is None
+            else ValuePrefixHead(features_size, value_prefix, reward_bins, dtype=dtype, rngs=rngs)
+        )
+
+    def state_of(self, hidden: Any) -> Array:
+        """The state part of a hidden state (all of it, but for a value-prefix network)."""
+        return hidden if self.value_prefix_head is None else hidden[0]
+
+    def hidden_at_root(self, state: Array) -> Any:
+        """The hidden state of a root whose state is ``state``: with a zero carry for a
+        value-prefix network."""
+        if self.value_prefix_head is None:
+            return state
+        return state, self.value_prefix_head.zero_carry(state.shape[0])
+
+    def project(self, hidden: Any) -> Array:
+        state = self.state_of(hidden)
+        return self.projection(state.reshape(state.shape[0], -1))
+
+    def predict_projection(self, projection: Array) -> Array:
+        return self.projection_head(projection)
 
 
 def normalize_hidden(x: Array) -> Array:

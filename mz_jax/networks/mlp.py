@@ -20,15 +20,14 @@ from mz_jax import validation
 from mz_jax.networks.layers import (
     ZEROS,
     DenseTorso,
-    ValuePrefixHead,
+    EfficientZeroParts,
     normalize_hidden,
-    projection_modules,
 )
 from mz_jax.networks.pure import Params, as_pure_functions, check_dtype, check_shape
 from mz_jax.types import Array, ModelOutput, MuZeroNetwork
 
 
-class _MlpMuZero(nnx.Module):
+class _MlpMuZero(EfficientZeroParts, nnx.Module):
     """Representation, dynamics and prediction MLPs over a latent vector ``[B, latent_size]``."""
 
     def __init__(
@@ -66,15 +65,14 @@ class _MlpMuZero(nnx.Module):
         # numbers with them as without them. A value-prefix network has no per-step reward head,
         # but its draws above are made all the same (and discarded), for the same reason.
         self.reward_head = reward_head if value_prefix is None else None
-        self.projection, self.projection_head = (
-            (None, None)
-            if projection_size is None
-            else projection_modules(latent_size, projection_size, dtype=dtype, rngs=rngs)
-        )
-        self.value_prefix_head = (
-            None
-            if value_prefix is None
-            else ValuePrefixHead(last, value_prefix, reward_bins, dtype=dtype, rngs=rngs)
+        self.add_efficientzero_parts(
+            state_size=latent_size,
+            features_size=last,
+            projection_size=projection_size,
+            value_prefix=value_prefix,
+            reward_bins=reward_bins,
+            dtype=dtype,
+            rngs=rngs,
         )
 
     def _predict(self, hidden: Array, reward_logits: Array) -> ModelOutput:
@@ -90,13 +88,10 @@ class _MlpMuZero(nnx.Module):
         state = normalize_hidden(self.representation_out(self.representation(x)))
         # The root has no incoming transition: zero reward logits, which the loss does not train.
         reward_logits = jnp.zeros((state.shape[0], self.reward_bins), jnp.float32)
-        hidden = state
-        if self.value_prefix_head is not None:
-            hidden = (state, self.value_prefix_head.zero_carry(state.shape[0]))
-        return self._predict(state, reward_logits), hidden
+        return self._predict(state, reward_logits), self.hidden_at_root(state)
 
     def recurrent_inference(self, hidden: Any, action: Array) -> tuple[ModelOutput, Any]:
-        state = hidden if self.value_prefix_head is None else hidden[0]
+        state = self.state_of(hidden)
         action_one_hot = jax.nn.one_hot(action, self.num_actions, dtype=state.dtype)
         x = self.dynamics(jnp.concatenate([state, action_one_hot], axis=-1))
         next_state = normalize_hidden(self.dynamics_out(x))
@@ -105,13 +100,6 @@ class _MlpMuZero(nnx.Module):
             return self._predict(next_state, reward_logits), next_state
         carry, value_prefix_logits = self.value_prefix_head(hidden[1], x)
         return self._predict(next_state, value_prefix_logits), (next_state, carry)
-
-    def project(self, hidden: Any) -> Array:
-        state = hidden if self.value_prefix_head is None else hidden[0]
-        return self.projection(state)
-
-    def predict_projection(self, projection: Array) -> Array:
-        return self.projection_head(projection)
 
 
 def make_mlp_network(

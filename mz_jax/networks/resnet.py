@@ -19,13 +19,12 @@ from mz_jax import validation
 from mz_jax.networks.layers import (
     ConvHead,
     ConvNormRelu,
+    EfficientZeroParts,
     ResidualBlock,
     ResidualTower,
-    ValuePrefixHead,
     conv3x3,
     normalize_hidden,
     plane_norm,
-    projection_modules,
 )
 from mz_jax.networks.pure import Params, as_pure_functions, check_dtype, check_shape
 from mz_jax.types import Array, ModelOutput, MuZeroNetwork
@@ -37,7 +36,7 @@ def _downsampled_size(size: int) -> int:
     return -(-size // 16)
 
 
-class _ResNetMuZero(nnx.Module):
+class _ResNetMuZero(EfficientZeroParts, nnx.Module):
     """Residual representation, dynamics and prediction over hidden planes ``[B, h, w, C]``."""
 
     def __init__(
@@ -99,15 +98,13 @@ class _ResNetMuZero(nnx.Module):
         # but its draws above are made all the same (and discarded), for the same reason.
         self.reward_head = reward_head if value_prefix is None else None
         state_size = math.prod(hidden_shape)
-        self.projection, self.projection_head = (
-            (None, None)
-            if projection_size is None
-            else projection_modules(state_size, projection_size, **kw)
-        )
-        self.value_prefix_head = (
-            None
-            if value_prefix is None
-            else ValuePrefixHead(state_size, value_prefix, reward_bins, **kw)
+        self.add_efficientzero_parts(
+            state_size=state_size,
+            features_size=state_size,
+            projection_size=projection_size,
+            value_prefix=value_prefix,
+            reward_bins=reward_bins,
+            **kw,
         )
 
     def _stem(self, x: Array) -> Array:
@@ -133,13 +130,10 @@ class _ResNetMuZero(nnx.Module):
         state = normalize_hidden(self.representation(self._stem(observation.astype(self.dtype))))
         # The root has no incoming transition: zero reward logits, which the loss does not train.
         reward_logits = jnp.zeros((state.shape[0], self.reward_bins), jnp.float32)
-        hidden = state
-        if self.value_prefix_head is not None:
-            hidden = (state, self.value_prefix_head.zero_carry(state.shape[0]))
-        return self._predict(state, reward_logits), hidden
+        return self._predict(state, reward_logits), self.hidden_at_root(state)
 
     def recurrent_inference(self, hidden: Any, action: Array) -> tuple[ModelOutput, Any]:
-        state = hidden if self.value_prefix_head is None else hidden[0]
+        state = self.state_of(hidden)
         # MuZero Appendix F: the action enters as planes of the hidden state's spatial size, one per
         # action, all ones for the action taken and all zeros for the others.
         planes = jax.nn.one_hot(action, self.num_actions, dtype=state.dtype)[:, None, None, :]
@@ -153,13 +147,6 @@ class _ResNetMuZero(nnx.Module):
         features = x.reshape(x.shape[0], -1)
         carry, value_prefix_logits = self.value_prefix_head(hidden[1], features)
         return self._predict(next_state, value_prefix_logits), (next_state, carry)
-
-    def project(self, hidden: Any) -> Array:
-        state = hidden if self.value_prefix_head is None else hidden[0]
-        return self.projection(state.reshape(state.shape[0], -1))
-
-    def predict_projection(self, projection: Array) -> Array:
-        return self.projection_head(projection)
 
 
 def make_resnet_network(
