@@ -2,12 +2,18 @@
 
     python benchmarks/learning.py --config cartpole --seeds 0 1 2 --target 475 --budget-s 120
     python benchmarks/learning.py --config tic_tac_toe --seeds 0 --target 1.0
+    python benchmarks/learning.py --config cartpole_sample_efficient --eval-every 500 \
+        --set consistency_loss_weight=0   # an ablation: one field changed
 
 For each seed, trains the preset (in a fresh workdir under --workdir) and reads its metrics.jsonl: the
 first greedy evaluation whose mean return reaches --target, the wall time until then (measured from
-before the run starts, so compilation is included) and the environment steps, and the best and last
-evaluations. Prints a markdown table with the machine named; ``--plot curves.png`` also draws the
-seeds' evaluation curves (``mz_jax.plots.save_curve``).
+before the run starts, so compilation is included) and the environment steps, how many of the next
+ten evaluations also reach the target (the run must last that long for all ten to count), and the
+best and last evaluations. Prints a markdown table with the machine named; ``--plot curves.png``
+also draws the seeds' evaluation curves (``mz_jax.plots.save_curve``).
+
+``--set FIELD=VALUE`` changes one field of the preset (repeatable; ``network.FIELD`` and
+``search.FIELD`` reach the nested configs; VALUE is a Python literal, else a string).
 
 ``--reuse`` reads the runs already in --workdir instead of training (each must hold a finished run of
 the preset with that seed: its config.json is checked, all but how often it logged and saved); times
@@ -18,6 +24,7 @@ and the first compilation).
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import shutil
 import sys
@@ -26,12 +33,16 @@ from pathlib import Path
 
 from common import machine_description, print_table
 
+from mz_jax import compilation_cache
 from mz_jax.metrics import EVAL_RETURN
 from mz_jax.plots import save_curve
 from mz_jax.presets import load_preset
 from mz_jax.run import run_training
 from mz_jax.suite_results import evaluation_curves
 from mz_jax.workdir import read_config, read_metrics
+
+STABILITY_WINDOW = 10
+"""Evaluations after the first one on target that the stability column counts."""
 
 BOOKKEEPING_FIELDS = (
     "log_every_seconds",
@@ -41,6 +52,40 @@ BOOKKEEPING_FIELDS = (
 )
 
 
+def with_overrides(config, assignments: list[str]):
+    """``config`` with each ``FIELD=VALUE`` of ``assignments`` applied (``network.`` and ``search.``
+    prefixes reach the nested configs; VALUE is a Python literal, else taken as a string)."""
+    nested: dict[str, dict] = {"": {}, "network": {}, "search": {}}
+    for assignment in assignments:
+        name, sep, text = assignment.partition("=")
+        if not sep:
+            raise SystemExit(f"--set {assignment!r}: expected FIELD=VALUE")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = text
+        prefix, _, field = name.rpartition(".")
+        if prefix not in nested:
+            raise SystemExit(f"--set {assignment!r}: only network. and search. fields are nested")
+        nested[prefix][field] = value
+    changes = nested[""]
+    for prefix in ("network", "search"):
+        if nested[prefix]:
+            changes[prefix] = dataclasses.replace(getattr(config, prefix), **nested[prefix])
+    try:
+        return dataclasses.replace(config, **changes)
+    except (TypeError, ValueError) as error:
+        raise SystemExit(f"--set: {error}") from error
+
+
+def stability(evals: list[dict], reached: dict | None, target: float) -> str:
+    """``k/n``: of the (at most ten) evaluations after ``reached``, how many reach ``target``."""
+    if reached is None:
+        return "-"
+    after = evals[evals.index(reached) + 1 :][:STABILITY_WINDOW]
+    return f"{sum(r[EVAL_RETURN] >= target for r in after)}/{len(after)}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="cartpole")
@@ -48,6 +93,22 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=475.0)
     parser.add_argument("--budget-s", type=float, default=120.0, help="wall-time budget per seed")
     parser.add_argument("--total-env-steps", type=int, default=None)
+    parser.add_argument(
+        "--eval-every", type=int, default=None, help="evaluate every this many env steps"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="change a field of the preset (repeatable), e.g. network.value_prefix_horizon=None",
+    )
+    parser.add_argument(
+        "--compilation-cache",
+        action="store_true",
+        help="use mz-jax's persistent compilation cache (times then leave out what it holds)",
+    )
     parser.add_argument("--workdir", default="runs/benchmark_learning")
     parser.add_argument(
         "--plot", default=None, help="write the seeds' evaluation curves to this PNG"
@@ -58,10 +119,20 @@ def main() -> None:
     args = parser.parse_args()
 
     base = load_preset(args.config)
+    cache = compilation_cache.enable() if args.compilation_cache else None
     if args.total_env_steps is not None:
         base = dataclasses.replace(base, total_env_steps=args.total_env_steps)
+    if args.eval_every is not None:
+        base = dataclasses.replace(base, eval_every_env_steps=args.eval_every)
+    base = with_overrides(base, args.overrides)
     print(f"machine: {machine_description()}")
-    print(f"preset {args.config}: {base.env}, target mean greedy return >= {args.target}\n")
+    if args.compilation_cache:
+        print(f"persistent compilation cache: {cache} (times leave out what it already held)")
+    changed = f" with {', '.join(args.overrides)}" if args.overrides else ""
+    print(
+        f"preset {args.config}{changed}: {base.env}, target mean greedy return >= {args.target}, "
+        f"{base.eval_episodes} greedy episodes every {base.eval_every_env_steps:,} env steps\n"
+    )
     rows, curves = [], {}
     for seed in args.seeds:
         workdir = Path(args.workdir) / f"{args.config}_seed{seed}"
@@ -92,6 +163,7 @@ def main() -> None:
                 f"{reached['wall_s'] + offset:.0f}" if reached else "not reached",
                 f"{reached['env_steps']:,}" if reached else "-",
                 "yes" if reached and reached["wall_s"] + offset <= args.budget_s else "no",
+                stability(evals, reached, args.target),
                 f"{best[EVAL_RETURN]:.4g} @ {best['env_steps']:,}" if best else "-",
                 f"{evals[-1][EVAL_RETURN]:.4g}" if evals else "-",
                 f"{summary['env_steps']:,}",
@@ -105,6 +177,7 @@ def main() -> None:
             f"s to >= {args.target:g}",
             "env steps then",
             f"within {args.budget_s:g} s",
+            f"next {STABILITY_WINDOW} >= {args.target:g}",
             "best eval",
             "last eval",
             "env steps",

@@ -30,6 +30,7 @@ export MZ_JAX_WORKDIR="${WORKDIR:-runs/${SLURM_JOB_NAME}-${SLURM_JOB_ID}}"
 # one process per GPU); with explicit arguments, each process keeps all GPUs of its node.
 srun --kill-on-bad-exit=1 python -c '
 import os
+import sys
 
 import jax
 
@@ -47,5 +48,7 @@ config = load_preset(os.environ["MZ_JAX_PRESET"])
 # num_envs and batch_size are totals over all GPUs: they must divide by jax.device_count().
 print(f"process {jax.process_index()} of {jax.process_count()}: {jax.local_device_count()} local "
       f"of {jax.device_count()} devices", flush=True)
-run_training(config, os.environ["MZ_JAX_WORKDIR"])
+summary = run_training(config, os.environ["MZ_JAX_WORKDIR"])
+# 75: stopped by a signal after saving (a preemption): resubmit to resume (mz-jax train does the same).
+sys.exit(75 if summary["stopped_by_signal"] else 0)
 '

@@ -36,7 +36,7 @@ from mz_jax.learner import (
     make_pmap_update,
     make_schedule,
 )
-from mz_jax.loss import LossAux, make_loss_fn
+from mz_jax.loss import LossAux, check_batch, make_loss_fn
 from mz_jax.mcts import SearchConfig, SearchOutput, search
 from mz_jax.networks import make_mlp_network, make_resnet_network
 from mz_jax.ops import min_max_normalize, scale_gradient
@@ -65,6 +65,7 @@ __all__ = [
     "Trajectory",
     "actor",
     "build",
+    "check_batch",
     "envs",
     "learner",
     "list_envs",

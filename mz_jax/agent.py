@@ -153,6 +153,9 @@ class Agent:
     def act(self, key: Array, observation: Array, legal_action_mask: Array | None = None) -> Array:
         """Greedy search from each observation; returns the actions ``[B]`` int32.
 
+        An empty batch (``B = 0``) is valid and gives an empty ``[0]`` array of actions, without a
+        search.
+
         Args:
           key: a PRNG key (the greedy search is deterministic; the key is kept for symmetry with
             training and future stochastic modes).
@@ -194,6 +197,8 @@ class Agent:
                     f"legal_action_mask rows {empty.tolist()} have no legal action; a finished "
                     "game has no move to choose"
                 )
+        if batch_size == 0:  # nothing to search (and mctx cannot reshape a 0-row tree)
+            return jnp.zeros((0,), jnp.int32)
         output = self._act(self.params, key, observation.astype(jnp.float32), legal_action_mask)
         return output.action
 

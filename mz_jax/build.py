@@ -193,7 +193,10 @@ def make_network(
     )
     if kind == "mlp":
         return networks.mlp_network(
-            hidden_sizes=config.hidden_sizes, latent_size=config.latent_size, **common
+            hidden_sizes=config.hidden_sizes,
+            latent_size=config.latent_size,
+            observation_layer_norm=config.observation_layer_norm,
+            **common,
         )
     if len(env.observation_shape) != 3:
         fail(

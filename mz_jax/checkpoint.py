@@ -15,11 +15,19 @@ the run was started with (in its ``meta``). The guarantees, and how each is kept
   checked on restore; a checkpoint that fails to read or to verify is reported, moved out of the way
   (to ``corrupted_checkpoints/``) and the previous good one is used.
 * Finite: a state with a non-finite floating-point value is never written.
+* Reported in one line: a failed save raises :class:`CheckpointSaveError` (an ``OSError``) naming
+  the step, the directory, the reason and the newest complete checkpoint, which stays intact; a
+  failed restore tells a checkpoint that cannot be read or verified (corrupt) from one holding a
+  state of other shapes (another network or environment), by comparing the saved array metadata
+  with the state first. TensorStore's specs and orbax's late "Event loop is closed" callbacks (left
+  by a read that failed part-way) are kept out of the messages and off stderr.
+
+:mod:`mz_jax.state_bytes` turns the state into what is saved (keys as raw data, host copies, the
+content hash); :mod:`mz_jax.checkpoint_diagnostics` words the failures.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 import shutil
 import sys
@@ -31,96 +39,38 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from mz_jax.checkpoint_diagnostics import (
+    layout,
+    layout_difference,
+    saved_layout,
+    short_reason,
+    silence_closed_loop_callbacks,
+)
+from mz_jax.state_bytes import from_saveable, nonfinite_leaves, state_digest, to_host, to_saveable
 from mz_jax.workdir import CHECKPOINT_DIR, CORRUPTED_DIR
 
 _TMP_MARKER = ".orbax-checkpoint-tmp"
 
 
 class CheckpointError(RuntimeError):
-    """A checkpoint could not be restored (unreadable, or its content hash does not match)."""
+    """A checkpoint could not be restored.
 
-
-def _is_key(x: Any) -> bool:
-    return hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
-
-
-def _key_data(x: Any) -> Any:
-    if isinstance(x, jax.ShapeDtypeStruct):
-        data = jax.eval_shape(jax.random.key_data, x)
-        return jax.ShapeDtypeStruct(data.shape, data.dtype, sharding=x.sharding)
-    return jax.random.key_data(x)
-
-
-def to_saveable(state: Any) -> Any:
-    """Typed PRNG keys become their raw uint32 data (orbax stores plain arrays); works on abstract
-    (``jax.ShapeDtypeStruct``) states too."""
-    return jax.tree.map(lambda x: _key_data(x) if _is_key(x) else x, state)
-
-
-def _key_impl(ref: Any) -> Any:
-    # jax.random.key_impl accepts arrays only; an abstract key carries its implementation in its dtype.
-    return jax.random.key_impl(ref) if isinstance(ref, jax.Array) else ref.dtype._impl
-
-
-def from_saveable(saved: Any, like: Any) -> Any:
-    """Inverse of :func:`to_saveable`, with ``like`` (the state, or its abstract version) telling
-    which were keys."""
-    return jax.tree.map(
-        lambda x, ref: jax.random.wrap_key_data(x, impl=_key_impl(ref)) if _is_key(ref) else x,
-        saved,
-        like,
-    )
-
-
-def _host_view(leaf: Any) -> np.ndarray | None:
-    """The bytes this process can vouch for: the whole array, or one replica of a replicated array
-    spread over processes; None for an array sharded over other processes' devices."""
-    if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
-        if not leaf.is_fully_replicated:
-            return None
-        leaf = leaf.addressable_data(0)
-    return np.asarray(leaf)
-
-
-def _to_host(leaf: Any) -> Any:
-    """A host copy of ``leaf`` that no later device computation can change.
-
-    ``np.array(..., copy=True)`` rather than ``np.asarray``: on the CPU backend the latter may alias
-    the device buffer, which the next (donating) training step overwrites. Arrays spread over other
-    processes stay device arrays; orbax copies them to host before ``save`` returns (its default
-    without a host-memory limit).
+    Attributes:
+      corrupt: True if it cannot be read or does not verify (its files are damaged); False if it
+        holds a state of other shapes or structure than the one asked for (a run of another
+        network or environment).
+      detail: what is wrong, without the checkpoint's step and directory.
     """
-    if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
-        return leaf
-    return np.array(leaf, copy=True)
+
+    def __init__(self, message: str, *, corrupt: bool = True, detail: str | None = None):
+        super().__init__(message)
+        self.corrupt = corrupt
+        self.detail = message if detail is None else detail
 
 
-def state_digest(state: Any) -> str:
-    """SHA-256 of every leaf's path, dtype, shape and bytes, in tree order.
-
-    In a multi-process run, leaves sharded across processes (that no process sees whole) are left
-    out; replicated ones (parameters, optimiser state, counters, keys) are always covered.
-    """
-    digest = hashlib.sha256()
-    for path, leaf in jax.tree_util.tree_leaves_with_path(to_saveable(state)):
-        array = _host_view(leaf)
-        if array is None:
-            continue
-        digest.update(f"{jax.tree_util.keystr(path)}|{array.dtype}|{array.shape}|".encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()
-
-
-def nonfinite_leaves(state: Any) -> list[str]:
-    """The paths of the floating-point leaves of ``state`` holding a NaN or an infinity."""
-    found = []
-    for path, leaf in jax.tree_util.tree_leaves_with_path(to_saveable(state)):
-        if not jax.dtypes.issubdtype(leaf.dtype, np.inexact):
-            continue
-        array = _host_view(leaf)
-        if array is not None and not np.all(np.isfinite(array)):
-            found.append(jax.tree_util.keystr(path))
-    return found
+class CheckpointSaveError(OSError):
+    """A checkpoint could not be written (a full disk, an unwritable directory). The message names
+    the step, the directory, the reason, and the newest complete checkpoint (which is intact)."""
 
 
 class Checkpointer:
@@ -133,6 +83,9 @@ class Checkpointer:
         orbax's ``keep_period``.
       read_only: only restore (while a training run may be writing): nothing is removed, moved or
         created, and :meth:`save` is refused.
+
+    The ``checkpoints/`` directory is created by the first save, so a run that fails to start
+    leaves no empty one behind.
     """
 
     def __init__(
@@ -146,6 +99,10 @@ class Checkpointer:
         self.workdir = Path(workdir).absolute()
         self.directory = self.workdir / CHECKPOINT_DIR
         self.read_only = read_only
+        silence_closed_loop_callbacks()  # a failed read or write leaves them behind
+        self._pending: int | None = None  # the step of the save orbax may still be writing
+        self._failed = False  # a failed save was raised already: close() does not raise it again
+        self._closed = False
         if not read_only:
             self._remove_temporary_directories()
         self.manager = ocp.CheckpointManager(
@@ -153,7 +110,7 @@ class Checkpointer:
             options=ocp.CheckpointManagerOptions(
                 max_to_keep=keep_last,
                 keep_period=keep_every,
-                create=not read_only,
+                create=False,
                 cleanup_tmp_directories=not read_only,
                 read_only=read_only,
             ),
@@ -178,12 +135,18 @@ class Checkpointer:
         or change its device buffers right away; the files are written in the background
         (:meth:`wait` blocks until they are complete). Saving a step that exists already is a no-op
         that returns True: a step's state is a function of the step.
+
+        Raises:
+          CheckpointSaveError: if this save, or the previous one still being written, fails (a
+            full disk): the message names that step, the directory and the newest complete
+            checkpoint, which is intact.
         """
         if self.read_only:
             raise ValueError(f"this Checkpointer of {self.directory} is read_only; it cannot save")
+        self.wait()  # a failure of the previous save is that save's, and is reported as such
         if step in self.manager.all_steps():
             return True
-        host_state = jax.tree.map(_to_host, to_saveable(state))
+        host_state = jax.tree.map(to_host, to_saveable(state))
         bad = nonfinite_leaves(host_state)
         if bad:
             print(
@@ -195,18 +158,51 @@ class Checkpointer:
             return False
         meta = dict(meta or {})
         meta["sha256"] = state_digest(host_state)
-        self.manager.save(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(host_state), meta=ocp.args.JsonSave(meta)
-            ),
-            force=True,
-        )
+        self._pending = step
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.manager.save(
+                step,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(host_state), meta=ocp.args.JsonSave(meta)
+                ),
+                force=True,
+            )
+        except Exception as error:  # orbax wraps some failures; the reason is kept
+            raise self._save_error(step, error) from error
         return True
 
     def wait(self) -> None:
-        """Blocks until every save started so far is complete on disk."""
-        self.manager.wait_until_finished()
+        """Blocks until every save started so far is complete on disk.
+
+        Raises:
+          CheckpointSaveError: if one of them failed.
+        """
+        try:
+            self.manager.wait_until_finished()
+        except Exception as error:
+            raise self._save_error(self._pending, error) from error
+        self._pending = None
+
+    def _save_error(self, step: int | None, error: BaseException) -> CheckpointSaveError:
+        self._failed = True
+        self._pending = None
+        committed = [int(p.name) for p in self._step_dirs() if p.name != str(step)]
+        kept = (
+            f"the newest complete checkpoint, {max(committed)}, is intact"
+            if committed
+            else "no checkpoint was completed before it"
+        )
+        return CheckpointSaveError(
+            f"saving checkpoint {step} to {self.directory} failed: {short_reason(error)}; {kept}. "
+            "Free space (or fix the directory) and run the same command again to resume"
+        )
+
+    def _step_dirs(self) -> list[Path]:
+        """The directories of committed steps (an unfinished save's has a temporary name)."""
+        if not self.directory.is_dir():
+            return []
+        return [p for p in self.directory.iterdir() if p.is_dir() and p.name.isdigit()]
 
     def restore(self, step: int, abstract_state: Any) -> tuple[Any, dict]:
         """The checkpoint ``step`` as ``(state, meta)``.
@@ -217,8 +213,23 @@ class Checkpointer:
             (``jax.ShapeDtypeStruct`` leaves with ``sharding``), into which to restore.
 
         Raises:
-          CheckpointError: if it cannot be read or its content hash does not match.
+          CheckpointError: if it holds a state of other shapes (``corrupt`` False), or cannot be
+            read or its content hash does not match (``corrupt`` True); the message is one line.
         """
+        silence_closed_loop_callbacks()
+
+        def failed(detail: str, *, corrupt: bool = True) -> CheckpointError:
+            message = f"checkpoint {step} in {self.directory} {detail}"
+            return CheckpointError(message, corrupt=corrupt, detail=detail)
+
+        try:
+            saved = saved_layout(self.directory / str(step) / "state")
+        except Exception as error:
+            detail = f"is unreadable: its array metadata cannot be read ({short_reason(error)})"
+            raise failed(detail) from error
+        difference = layout_difference(saved, layout(to_saveable(abstract_state)))
+        if difference:
+            raise failed(f"holds a state of other shapes: {difference}", corrupt=False)
         try:
             restored = self.manager.restore(
                 step,
@@ -228,17 +239,11 @@ class Checkpointer:
                 ),
             )
         except Exception as error:  # orbax and tensorstore raise many kinds
-            raise CheckpointError(
-                f"checkpoint {step} in {self.directory} could not be read: "
-                f"{type(error).__name__}: {error}"
-            ) from error
+            raise failed(f"is unreadable ({short_reason(error)})") from error
         state = from_saveable(restored.state, abstract_state)
         meta = dict(restored.meta or {})
         if meta.get("sha256") != state_digest(state):
-            raise CheckpointError(
-                f"checkpoint {step} in {self.directory} is corrupted: its content hash does not "
-                "match the one saved with it"
-            )
+            raise failed("is corrupted: its content hash does not match the one saved with it")
         return state, meta
 
     def restore_latest(self, abstract_state: Any) -> tuple[int, Any, dict] | None:
@@ -251,28 +256,40 @@ class Checkpointer:
           None if there are no checkpoints.
 
         Raises:
-          CheckpointError: if there are checkpoints but none restores; nothing is moved then (a
-            changed network or environment gives different shapes, for example).
+          CheckpointError: if there are checkpoints but none restores, in one line saying whether
+            they are unreadable or corrupt (``corrupt`` True) or hold a state of other shapes (a
+            changed network or environment; ``corrupt`` False). Nothing is moved then.
         """
         failures: list[tuple[int, CheckpointError]] = []
         for step in reversed(self.steps()):
             try:
                 state, meta = self.restore(step, abstract_state)
             except CheckpointError as error:
-                print(f"{error}; trying an older one", file=sys.stderr, flush=True)
                 failures.append((step, error))
                 continue
-            if not self.read_only:
-                for bad_step, _ in failures:
+            for bad_step, error in failures:
+                print(f"{error}; using checkpoint {step}", file=sys.stderr, flush=True)
+                if not self.read_only:
                     self._move_aside(bad_step)
             return step, state, meta
-        if failures:
+        if not failures:
+            return None
+        step, newest = failures[0]
+        several = len(failures) > 1
+        count = f"all {len(failures)} checkpoints" if several else "the only checkpoint"
+        which = f"the newest, {step}," if several else step
+        if all(error.corrupt for _, error in failures):
             raise CheckpointError(
-                f"none of the {len(failures)} checkpoints in {self.directory} could be restored "
-                "into this run's state (a different network or environment gives different shapes; "
-                "use another --workdir to start afresh). Newest failure: " + str(failures[0][1])
+                f"{count} in {self.directory} {'are' if several else 'is'} unreadable or corrupt "
+                f"({which} {newest.detail}); nothing was moved: move {self.directory} aside to "
+                "start this run afresh, or use another --workdir"
             )
-        return None
+        raise CheckpointError(
+            f"{count} in {self.directory} cannot be restored into this run's state ({which} "
+            f"{newest.detail}): a different network or environment gives other shapes; resume "
+            "with the configuration that saved them, or use another --workdir",
+            corrupt=False,
+        )
 
     def _move_aside(self, step: int) -> None:
         if jax.process_index() == 0:
@@ -288,9 +305,24 @@ class Checkpointer:
         self.manager.reload()
 
     def close(self) -> None:
-        """Waits for pending saves and releases orbax's resources."""
-        self.manager.wait_until_finished()
-        self.manager.close()
+        """Waits for pending saves and releases orbax's resources (once; later calls do nothing).
+
+        Raises:
+          CheckpointSaveError: if a pending save failed, unless a failed save was raised already
+            (closing after that failure, in a ``finally``, does not hide it with a second error).
+        """
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if not self._failed:
+                self.wait()
+        finally:
+            try:
+                self.manager.close()
+            except Exception:
+                if not self._failed:
+                    raise
 
 
 def state_nbytes(abstract_state: Any) -> int:

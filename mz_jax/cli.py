@@ -13,6 +13,20 @@ dataclasses (``--num-envs 32``, ``--network.hidden-sizes 32 32``); the preset gi
 supplies the defaults the flags override. Presets (:mod:`mz_jax.presets`) are small Python files
 with a ``config()`` function, found by name in ``./configs`` or in the ``configs/`` directory of the
 repository, or given as a path to a ``.py`` file.
+
+Every failure ends in one line on stderr, ``mz-jax COMMAND: error: ...``, naming what failed (the
+flag or field, the file, the checkpoint), and in an exit status that says what kind of failure it
+was: 0 done, 1 a failed run, 2 bad input, 74 an I/O failure, 75 stopped by a signal after saving,
+130 stopped at once, 141 the reader of the output went away (:mod:`mz_jax.cli_errors` and the
+README's table say more).
+
+``--debug`` (anywhere on the command line) prints the traceback behind an error too; without it,
+``train`` appends the traceback of a failure (and the checkpoint library's log records) to
+``errors.log`` in the workdir, when it can.
+
+``train``, ``eval`` and ``suite`` keep compiled programs in a persistent cache
+(:mod:`mz_jax.compilation_cache`: ``~/.cache/mz_jax/xla``; ``MZ_JAX_COMPILATION_CACHE=off`` or
+another directory), so that running the same configuration again skips most of its compilation.
 """
 
 from __future__ import annotations
@@ -22,24 +36,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mz_jax import compilation_cache
+from mz_jax.cli_errors import (
+    EXIT_DONE,
+    EXIT_IO_ERROR,
+    EXIT_STOPPED,
+    PROG,
+    CliError,
+    LibraryLogs,
+    exit_with,
+    train_error,
+)
 from mz_jax.config import TrainConfig
 from mz_jax.presets import PresetError, list_presets, load_preset
 from mz_jax.workdir import sanitise
-
-PROG = "mz-jax"
-
-
-class CliError(Exception):
-    """A problem the user can fix (bad flag, missing checkpoint); printed without a traceback.
-
-    Args:
-      message: what is wrong, naming the flag or field, the value and what is allowed.
-      status: the exit status: 2 for a usage error (argparse's and tyro's), 1 for a failed run.
-    """
-
-    def __init__(self, message: str, *, status: int = 2):
-        super().__init__(message)
-        self.status = status
 
 
 def default_workdir(preset: str | None, config: TrainConfig) -> Path:
@@ -57,11 +67,15 @@ Options of `mz-jax train` besides the configuration fields:
                            its values are the defaults of the flags below (default: TrainConfig())
   --workdir DIR            where config.json, metrics.jsonl, checkpoints and the learning curve
                            go (default: runs/<preset or env name>); an existing one is resumed
+                           (total_env_steps and the log and checkpoint settings may change)
   --allow-config-change    resume a workdir saved with a different configuration
+  --debug                  print the traceback behind an error (else: errors.log in the workdir)
+Exit status: 0 finished, 75 stopped by a signal after saving (run it again to resume),
+  2 bad input, 74 an I/O failure (a full disk), 1 a failed run; see the README.
 """
 
 
-def _train(argv: list[str]) -> int:
+def _train(argv: list[str], *, debug: bool = False) -> int:
     import tyro
 
     parser = argparse.ArgumentParser(prog=f"{PROG} train", add_help=False, allow_abbrev=False)
@@ -83,16 +97,24 @@ def _train(argv: list[str]) -> int:
         prog=f"{PROG} train",
         description="Train MuZero. Every configuration field is a flag; the preset sets the defaults.",
     )
-    from mz_jax.checkpoint import CheckpointError
-    from mz_jax.run import NonFiniteError, run_training
+    from mz_jax.run import run_training
 
     workdir = Path(known.workdir) if known.workdir else default_workdir(known.config, config)
-    try:
-        summary = run_training(config, workdir, allow_config_change=known.allow_config_change)
-    except (ValueError, OSError) as error:
-        raise CliError(str(error)) from error
-    except (NonFiniteError, CheckpointError) as error:
-        raise CliError(f"training stopped: {error}", status=1) from error
+    with LibraryLogs(capture=not debug) as library_logs:
+        try:
+            summary = run_training(config, workdir, allow_config_change=known.allow_config_change)
+        except BrokenPipeError:
+            raise  # the reader of the console output went away: main() stops quietly
+        except Exception as error:
+            raise train_error(error, workdir, argv, library_logs.records) from error
+    if summary["stopped_by_signal"]:
+        print(
+            f"{PROG} train: stopped by signal {summary['signal']} after saving checkpoint "
+            f"{summary['checkpoint']} ({summary['env_steps']:,} env steps) in {workdir}; run the "
+            "same command again to resume",
+            file=sys.stderr,
+        )
+        return EXIT_STOPPED
     line = (
         f"done: {summary['env_steps']:,} env steps, {summary['updates']:,} updates in "
         f"{summary['wall_s']:.1f}s"
@@ -100,7 +122,7 @@ def _train(argv: list[str]) -> int:
     if summary["eval_return"] is not None:
         line += f", last greedy evaluation return {summary['eval_return']:.3g}"
     print(f"{line}; results in {workdir}")
-    return 0
+    return EXIT_DONE
 
 
 def _eval_parser() -> argparse.ArgumentParser:
@@ -250,8 +272,10 @@ def _suite(argv: list[str]) -> int:
             seed=args.seed,
             env_steps=args.env_steps,
         )
-    except (ValueError, OSError) as error:
+    except ValueError as error:
         raise CliError(str(error)) from error
+    except OSError as error:
+        raise CliError(str(error), status=EXIT_IO_ERROR) from error
     failed = [env for env, record in results["environments"].items() if not record.get("done")]
     if failed:
         print(f"not finished: {', '.join(failed)} (run the same command again to resume)")
@@ -322,6 +346,9 @@ def _main_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="mz_jax: a functional MuZero in JAX. `mz-jax COMMAND --help` for a command's "
         f"options. Presets for --config: {', '.join(list_presets()) or 'none found'}.",
+        epilog="--debug (anywhere) prints the traceback behind an error. Exit status: 0 done, "
+        "1 failed run, 2 bad input, 74 I/O failure, 75 stopped by a signal after saving "
+        "(run the same command again to resume), 130 interrupted.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (_, help_text) in _COMMANDS.items():
@@ -332,20 +359,26 @@ def _main_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``mz-jax`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status.
 
-    A usage error (unknown preset, invalid field value, missing checkpoint) prints one message to
-    stderr and raises ``SystemExit`` with a non-zero status, without a traceback.
+    A failure (unknown preset, invalid field value, missing checkpoint, full disk) prints one line
+    to stderr and raises ``SystemExit`` with the status of its kind (:mod:`mz_jax.cli_errors`),
+    without a traceback unless ``--debug`` is given.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in _COMMANDS:
-        # Prints the overview for -h/--help, or the usage and "invalid choice" with exit status 2.
-        _main_parser().parse_args(argv)
-        return 0
-    command, rest = argv[0], argv[1:]
+    debug = "--debug" in argv
+    argv = [arg for arg in argv if arg != "--debug"]
+    command = argv[0] if argv and argv[0] in _COMMANDS else None
     try:
-        return _COMMANDS[command][0](rest)
-    except CliError as error:
-        print(f"{PROG} {command}: error: {error}", file=sys.stderr)
-        raise SystemExit(error.status) from None
+        if command is None:
+            # Prints the overview for -h/--help, or the usage and "invalid choice" with status 2.
+            _main_parser().parse_args(argv)
+            return EXIT_DONE
+        if command in ("train", "eval", "suite"):
+            compilation_cache.enable()  # a rerun of the same configuration compiles far less
+        if command == "train":
+            return _train(argv[1:], debug=debug)
+        return _COMMANDS[command][0](argv[1:])
+    except (CliError, KeyboardInterrupt, BrokenPipeError) as error:
+        exit_with(error, command, debug=debug)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,12 @@ class NetworkConfig:
     """MLP: widths of the hidden layers of each function."""
     latent_size: int = 64
     """MLP: size of the hidden state."""
+    observation_layer_norm: bool = True
+    """MLP: a LayerNorm after the representation's first layer, which reads the raw observation.
+    That LayerNorm rescales each observation's features to the same size, so how large an
+    observation is (how far the pole leans) reaches the network only through the layer's biases;
+    False leaves it out (``Linear -> ReLU``). Low-dimensional vector observations learned faster
+    without it in our runs (the cartpole_sample_efficient preset)."""
     channels: int = 32
     """ResNet: channels of every convolution."""
     num_blocks: int = 2

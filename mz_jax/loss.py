@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mz_jax import transforms
+from mz_jax.batch_checks import check_batch, check_num_actions
 from mz_jax.ops import reset_reward_carry, scale_gradient
 from mz_jax.types import Array, Batch, ModelOutput, MuZeroNetwork, Params
 
@@ -64,47 +65,6 @@ def negative_cosine(prediction: Array, target: Array) -> Array:
     a, b = prediction.astype(jnp.float32), target.astype(jnp.float32)
     norm = lambda x: jnp.sqrt(jnp.maximum(jnp.sum(x * x, axis=-1, keepdims=True), 1e-24))
     return -jnp.sum((a / norm(a)) * (b / norm(b)), axis=-1)
-
-
-def _check_batch(batch: Batch) -> None:
-    """Shape checks at trace time, so a wrong batch fails with a message instead of a broadcast."""
-    if batch.actions.ndim != 2:
-        raise ValueError(f"batch.actions must be [B, K] int32; got shape {batch.actions.shape}")
-    b, k = batch.actions.shape
-    if k < 1:
-        raise ValueError(f"the unroll length K = batch.actions.shape[1] must be >= 1; got {k}")
-    if not jnp.issubdtype(batch.actions.dtype, jnp.integer):
-        raise ValueError(f"batch.actions must be an integer array; got dtype {batch.actions.dtype}")
-    expected = {
-        "target_value": ("[B, K+1]", (b, k + 1)),
-        "target_reward": ("[B, K+1]", (b, k + 1)),
-        "mask": ("[B, K+1]", (b, k + 1)),
-        "weight": ("[B]", (b,)),
-        "reward_mask": ("[B, K+1]", (b, k + 1)),
-        "observation_mask": ("[B, K]", (b, k)),
-    }
-    for name, (spec, shape) in expected.items():
-        field = getattr(batch, name)
-        if field is not None and field.shape != shape:
-            raise ValueError(f"batch.{name} must have shape {spec} = {shape}; got {field.shape}")
-    if batch.target_policy.ndim != 3 or batch.target_policy.shape[:2] != (b, k + 1):
-        raise ValueError(
-            f"batch.target_policy must have shape [B, K+1, A] = ({b}, {k + 1}, A); "
-            f"got {batch.target_policy.shape}"
-        )
-    if batch.observation.shape[:1] != (b,):
-        raise ValueError(
-            f"batch.observation must have leading batch axis {b}; got shape {batch.observation.shape}"
-        )
-    next_observation = batch.next_observation
-    if next_observation is not None and (
-        next_observation.shape[:2] != (b, k)
-        or next_observation.shape[2:] != batch.observation.shape[1:]
-    ):
-        raise ValueError(
-            f"batch.next_observation must have shape [B, K, ...] = {(b, k, *batch.observation.shape[1:])} "
-            f"(the observations of steps 1..K); got {next_observation.shape}"
-        )
 
 
 class Unroll(NamedTuple):
@@ -187,6 +147,7 @@ def loss_from_predictions(
 
     ``consistency`` is the ``[B, K]`` negative cosine of steps 1..K, or None. ``aux.losses`` has
     ``total``, ``value``, ``reward``, ``policy`` (and ``consistency``)."""
+    check_num_actions(predictions.policy_logits, batch.target_policy)
     num_unroll_steps = batch.actions.shape[1]
     value_support = transforms.support_size_from_bins(predictions.value_logits.shape[-1])
     reward_support = transforms.support_size_from_bins(predictions.reward_logits.shape[-1])
@@ -327,7 +288,7 @@ def make_loss_fn(
             raise ValueError(f"{name} must be >= 0; got {value}")
 
     def loss_fn(params: Params, batch: Batch) -> tuple[Array, LossAux]:
-        _check_batch(batch)
+        check_batch(batch)
         unrolled = unroll_model(
             network,
             params,

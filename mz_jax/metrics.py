@@ -6,32 +6,51 @@ actor's and the replay's. Nothing copies a term by hand on the way up: a loss te
 reaches ``metrics.jsonl`` and TensorBoard as ``loss/<name>`` by itself. :func:`flatten` turns the
 record into names only on the host, where it is written.
 
-The records of ``metrics.jsonl`` (one JSON object a line; in a multi-seed run one per seed):
+The records of ``metrics.jsonl`` (one JSON object a line; in a multi-seed run one per seed). A
+record is written at most every ``log_every_seconds``, at an evaluation and before a failure, so
+consecutive records may lie several iterations apart. Each field has one scope:
 
-========================  ======================================================================
-``step``                  learner updates done so far (cumulative)
-``env_steps``             environment steps done so far, all environments together (cumulative)
-``wall_s``                seconds of training so far, summed over restarts (cumulative)
-``seed``                  the run's seed (multi-seed runs only)
-``loss/<term>``           the loss terms of the iteration's updates, mean over them (``total``:
-                          the loss value, ``value``, ``reward``, ``policy``, ``weight_decay``,
-                          and ``consistency`` where it is on)
-``targets/value_clipped``, ``targets/reward_clipped``: the share of trained value and reward
-                          targets outside their categorical support (clipped to its ends)
-``optim/grad_norm``       global gradient norm before clipping, mean over the iteration's updates
-``optim/finite``          the share of the iteration's updates whose gradient was finite
-``optim/learning_rate``   the rate the optimiser applied (from its own count of applied updates)
-``optim/updates``         learner updates in this iteration (0 while the replay warms up)
-``optim/nonfinite_in_a_row``, ``optim/nonfinite_total``: updates skipped for a non-finite
-                          gradient, consecutive and since the start
-``actor/temperature``     the acting temperature of the iteration
-``actor/nonfinite_env_steps``: steps of the iteration with a non-finite observation or reward
-``replay/beta``           the importance-sampling exponent of the iteration
-``train/episodes``        self-play episodes that ended since the previous record
-``train/episode_return``  their mean return (null if none ended)
-``train/episode_length``  their mean length (null if none ended)
-``eval/episode_return``   mean greedy evaluation return (only in records written at an evaluation)
-========================  ======================================================================
+* cumulative: a count over the whole run up to the record (summed over restarts);
+* run: the same in every record;
+* last iteration: a value of the one iteration that ended at the record's ``env_steps`` (the
+  iterations between two records are not logged; their updates are counted in ``step``);
+* log window: over the episodes that ended since the previous record;
+* evaluation: in a record written at an evaluation only.
+
+==============================  ===============  ===================================================
+field                           scope            meaning
+==============================  ===============  ===================================================
+``step``                        cumulative       learner updates
+``env_steps``                   cumulative       environment steps, all environments together
+``wall_s``                      cumulative       seconds of training
+``seed``                        run              the run's seed (multi-seed runs only)
+``loss/total``                  last iteration   the loss, mean over the iteration's updates
+``loss/value``, ``loss/reward``, ``loss/policy``, ``loss/weight_decay``, ``loss/consistency``:
+                                last iteration   each term, mean over the iteration's updates
+                                                 (``consistency`` where it is on)
+``targets/value_clipped``, ``targets/reward_clipped``:
+                                last iteration   the share of trained value and reward targets
+                                                 outside their support (clipped to its ends)
+``optim/grad_norm``             last iteration   global gradient norm before clipping, mean
+``optim/finite``                last iteration   the share of updates whose gradient was finite
+``optim/learning_rate``         last iteration   the rate the optimiser applied
+``optim/updates``               last iteration   learner updates in that iteration (0 while the
+                                                 replay warms up); the run's total is ``step``
+``optim/nonfinite_in_a_row``    cumulative       updates skipped in a row for a non-finite gradient
+``optim/nonfinite_total``       cumulative       updates skipped for a non-finite gradient
+``actor/temperature``           last iteration   the acting temperature
+``actor/nonfinite_env_steps``   last iteration   steps with a non-finite observation or reward
+``replay/beta``                 last iteration   the importance-sampling exponent
+``train/episodes``              log window       self-play episodes that ended
+``train/episode_return``        log window       their mean return (null if none ended)
+``train/episode_length``        log window       their mean length (null if none ended)
+``eval/episode_return``         evaluation       mean greedy return of ``eval_episodes`` episodes
+==============================  ===============  ===================================================
+
+The per-iteration sums the compiled step returns for the episodes (``actor/episodes``,
+``actor/episode_return_sum``, ``actor/episode_length_sum``) are not written: the host adds them up
+over the log window into the ``train/...`` fields. The README's "metrics.jsonl" section holds the
+same table.
 """
 
 from __future__ import annotations

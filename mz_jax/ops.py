@@ -23,8 +23,16 @@ def _scale_gradient_fwd(x, scale):
     return _scale_gradient(x, scale), scale
 
 
+def _scale_cotangent(g, scale):
+    # An integer leaf (differentiated with ``allow_int=True``) has a float0 cotangent: it carries no
+    # gradient and supports no arithmetic, so it passes through as it is.
+    if g.dtype == jax.dtypes.float0:
+        return g
+    return (g * scale).astype(g.dtype)
+
+
 def _scale_gradient_bwd(scale, cotangent):
-    scaled = jax.tree.map(lambda g: (g * scale).astype(g.dtype), cotangent)
+    scaled = jax.tree.map(lambda g: _scale_cotangent(g, scale), cotangent)
     # ``None``: no cotangent flows to ``scale`` (and none of a foreign dtype is created).
     return scaled, None
 
@@ -42,7 +50,9 @@ def scale_gradient(x, scale: float | Array):
     adds no arithmetic to the compiled forward pass, and keeps the cotangent's dtype (bf16 in, bf16 out).
 
     Args:
-      x: a pytree of float arrays.
+      x: a pytree of arrays. Floating-point leaves get their gradient scaled; integer or bool leaves
+        (differentiable only under ``jax.grad(..., allow_int=True)``, where their cotangent is
+        ``float0``) pass through with their ``float0`` cotangent unchanged.
       scale: a Python float or a scalar array; it may be traced (a jit argument, a per-example value
         under ``vmap``, a ``scan`` carry). It receives no gradient. ``0`` gives the gradients of
         ``stop_gradient``; a negative scale reverses the gradient.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import traceback
 from pathlib import Path
 
 from mz_jax.config import TrainConfig
@@ -75,8 +76,9 @@ def load_preset(name: str) -> TrainConfig:
     """The :class:`TrainConfig` returned by the ``config()`` function of preset ``name``.
 
     Raises:
-      PresetError: for an unknown preset, a file without ``config()``, an invalid field value in it,
-        or one returning another type.
+      PresetError: for an unknown preset, a file that does not load (a syntax error, or an error
+        raised while it runs: named with the file and line), a file without ``config()``, an
+        invalid field value in it, or one returning another type.
     """
     path = find_preset(name)
     module_name = "mz_jax_preset_" + re.sub(r"\W", "_", path.stem)
@@ -86,8 +88,15 @@ def load_preset(name: str) -> TrainConfig:
         spec.loader.exec_module(module)
     except PresetError:
         raise  # a preset built on another that failed: that one's message says it all
+    except SyntaxError as error:  # (IndentationError included)
+        raise PresetError(
+            f"--config {name!r}: {error.filename or path}, line {error.lineno}: "
+            f"{type(error).__name__}: {error.msg}"
+        ) from error
     except ValueError as error:  # an invalid field value in the preset itself
         raise PresetError(f"--config {name!r} ({path}): {error}") from error
+    except Exception as error:
+        raise _raised_in(name, path, error, "loading it") from error
     make_config = getattr(module, "config", None)
     if not callable(make_config):
         raise PresetError(f"--config {name!r}: {path} defines no function config() -> TrainConfig")
@@ -97,9 +106,25 @@ def load_preset(name: str) -> TrainConfig:
         raise
     except ValueError as error:
         raise PresetError(f"--config {name!r} ({path}): {error}") from error
+    except Exception as error:
+        raise _raised_in(name, path, error, "its config()") from error
     if not isinstance(config, TrainConfig):
         raise PresetError(
             f"--config {name!r}: config() in {path} returned {type(config).__name__}, "
             "not a TrainConfig"
         )
     return config
+
+
+def _raised_in(name: str, path: Path, error: Exception, what: str) -> PresetError:
+    """A :class:`PresetError` for ``error``, raised by ``what`` of the preset file ``path``, naming
+    the line of that file it came from."""
+    lines = [
+        frame.lineno
+        for frame in traceback.extract_tb(error.__traceback__)
+        if Path(frame.filename).resolve() == path.resolve()
+    ]
+    at = f", line {lines[-1]}" if lines else ""
+    return PresetError(
+        f"--config {name!r}: {path}{at}: {what} raised {type(error).__name__}: {error}"
+    )

@@ -3,13 +3,22 @@
 Everything heavy runs in the compiled step of :func:`mz_jax.train.make_train`; this loop only moves
 scalars to the host, writes them, evaluates every so often, saves the whole state, and stops cleanly
 on SIGTERM/SIGINT (preemption) after saving. Starting the same command again with the same workdir
-carries on from the newest good checkpoint.
+carries on from the newest good checkpoint (:mod:`mz_jax.run_start` opens it).
+
+Failures are reported by type, each with a one-line message naming what failed:
+``ValueError`` for a configuration (or environment) that cannot run, before anything is written;
+``OSError`` for a file that cannot be written (:class:`mz_jax.checkpoint.CheckpointSaveError`,
+:class:`mz_jax.logger.MetricsWriteError`, an unwritable workdir), after which the newest complete
+checkpoint is intact; :class:`NonFiniteError`; :class:`mz_jax.checkpoint.CheckpointError`. A start
+that fails before its first iteration removes what it created (``config.json``, the workdir itself
+when it made it), so that it leaves no half-begun run behind.
 """
 
 from __future__ import annotations
 
 import math
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,10 +31,16 @@ from mz_jax import checkpoint as checkpoint_lib
 from mz_jax import metrics as metrics_lib
 from mz_jax.config import TrainConfig
 from mz_jax.logger import MetricsLogger, Progress
-from mz_jax.networks import count_params
 from mz_jax.plots import plot_learning_curve
+from mz_jax.run_start import close_quietly, open_run, print_start
 from mz_jax.train import make_train
-from mz_jax.workdir import check_config, check_workdir, config_to_dict, forget_metrics_after
+from mz_jax.workdir import (
+    CONFIG_FILE,
+    config_to_dict,
+    first_missing,
+    forget_metrics_after,
+    remove_failed_start,
+)
 
 
 class NonFiniteError(RuntimeError):
@@ -83,11 +98,16 @@ def run_training(
 ) -> dict:
     """Trains until ``config.total_env_steps`` (or forever), resuming from ``workdir`` if possible.
 
-    Crash-safe: the whole state is saved every ``config.checkpoint_every_seconds`` (at iterations
-    that are multiples of ``config.keep_checkpoint_every`` too, and at the end), and on SIGTERM or
-    SIGINT the loop finishes its iteration, saves and returns. Killed at any moment (``kill -9``
-    included), the same call resumes from the newest good checkpoint and, on the same machine and
-    flags, ends with bit-identical parameters, optimiser state and replay contents.
+    Crash-safe: the whole state is saved right after the first iteration of a new run, then every
+    ``config.checkpoint_every_seconds`` (at iterations that are multiples of
+    ``config.keep_checkpoint_every`` too, and at the end), and on SIGTERM or SIGINT the loop
+    finishes its iteration, saves and returns (with ``stopped_by_signal``). Killed at any moment
+    (``kill -9`` included), the same call resumes from the newest good checkpoint and, on the same
+    machine and flags, ends with bit-identical parameters, optimiser state and replay contents.
+
+    The fields of :data:`mz_jax.workdir.RESUMABLE_FIELDS` may differ from the workdir's saved
+    configuration: a larger ``total_env_steps`` extends a finished run, and the schedules given as
+    fractions of the run (``temperature_schedule``, ``priority_beta``) follow the new length.
 
     Args:
       config: the run's configuration.
@@ -98,38 +118,47 @@ def run_training(
 
     Returns:
       A summary: environment steps, updates, wall time, the last evaluation's mean return
-      (``eval_return``, averaged over the seeds) and each seed's (``eval_returns``), and the last
-      iteration's metrics (``metrics``, averaged over the seeds).
+      (``eval_return``, averaged over the seeds) and each seed's (``eval_returns``), the last
+      iteration's metrics (``metrics``, averaged over the seeds), whether a signal stopped it
+      (``stopped_by_signal``, ``signal``) and the newest checkpoint saved (``checkpoint``).
 
     Raises:
       ValueError: a configuration that does not fit the devices, an unknown environment, or one that
-        differs from the workdir's (all before anything is compiled).
-      OSError: an unwritable or full workdir.
+        differs from the workdir's (all before anything is compiled; the first two before anything
+        is written).
+      OSError: an unwritable or full workdir, at the start or on the way
+        (:class:`mz_jax.checkpoint.CheckpointSaveError`, :class:`mz_jax.logger.MetricsWriteError`);
+        the newest complete checkpoint is intact and the same call resumes from it.
       NonFiniteError: the environment returned non-finite values, or
         ``config.max_consecutive_nonfinite`` updates in a row were not finite.
       mz_jax.checkpoint.CheckpointError: the workdir has checkpoints but none can be restored.
+      KeyboardInterrupt: a second SIGTERM/SIGINT, which stops at once (the newest complete
+        checkpoint stays good).
     """
     workdir = Path(workdir)
     is_main = jax.process_index() == 0
-    check_workdir(workdir)
-    trainer = make_train(config)  # checks the devices and the environment; compiles nothing yet
-    target = trainer.abstract_state
-    check_workdir(workdir, required_bytes=checkpoint_lib.state_nbytes(target))
-    check_config(workdir, config, allow_config_change=allow_config_change)
-    checkpointer = checkpoint_lib.Checkpointer(
-        workdir, keep_last=config.keep_checkpoints, keep_every=config.keep_checkpoint_every
-    )
+    # Checks the devices and the environment (compiling nothing) before anything is written.
+    trainer = make_train(config)
+    created = {
+        "created": first_missing(workdir),
+        "created_config": not (workdir / CONFIG_FILE).exists(),
+    }
+    checkpointer = None
     try:
-        restored = checkpointer.restore_latest(target)
+        checkpointer, restored, changed = open_run(
+            config, trainer, workdir, allow_config_change=allow_config_change
+        )
+        if restored is None:
+            state = trainer.init(config.seed)
+            wall_offset, next_eval = 0.0, config.eval_every_env_steps
+        else:
+            _, state, meta = restored
+            wall_offset, next_eval = float(meta["wall_s"]), int(meta["next_eval_env_steps"])
     except BaseException:
-        checkpointer.close()
+        if checkpointer is not None:
+            checkpointer.close()
+        remove_failed_start(workdir, **created)
         raise
-    if restored is None:
-        state = trainer.init(config.seed)
-        wall_offset, next_eval = 0.0, config.eval_every_env_steps
-    else:
-        _, state, meta = restored
-        wall_offset, next_eval = float(meta["wall_s"]), int(meta["next_eval_env_steps"])
     iteration = _first(state.iteration)
     updates = _first(state.train.step)  # counted on the host from here on: no fetch per iteration
     per_iteration = trainer.env_steps_per_iteration
@@ -137,24 +166,15 @@ def run_training(
     forget_metrics_after(workdir, env_steps)
 
     if is_main:
-        num_params = count_params(state.train.params) // config.num_seeds
-        replay_mb = trainer.bytes_per_transition * config.replay_capacity * config.num_seeds / 2**20
-        seeds_times = f" x {config.num_seeds} seeds" if config.num_seeds > 1 else ""
-        print(
-            f"mz_jax: {config.env} | {len(trainer.mesh.devices.flat)} device(s) "
-            f"({jax.default_backend()}, {jax.process_count()} process(es)) | network "
-            f"{num_params:,} parameters | replay {config.replay_capacity:,} transitions x "
-            f"{trainer.bytes_per_transition} bytes{seeds_times} = {replay_mb:.1f} MiB | search "
-            f"{trainer.search_config.policy} x {trainer.search_config.num_simulations} simulations"
-            + (f" | {config.num_seeds} seeds in one program" if config.num_seeds > 1 else ""),
-            flush=True,
+        print_start(
+            config,
+            trainer,
+            state.train.params,
+            workdir,
+            resumed=None if restored is None else (iteration, updates, env_steps),
+            created_config=created["created_config"],
+            changed=changed,
         )
-        if restored is not None:
-            print(
-                f"resumed from checkpoint {iteration} (iteration {iteration}, update "
-                f"{updates}, env step {env_steps:,})",
-                flush=True,
-            )
 
     logger = MetricsLogger(workdir, enabled=is_main)
     progress = Progress(
@@ -173,7 +193,10 @@ def run_training(
 
     start = time.monotonic()
     wall = lambda: wall_offset + time.monotonic() - start
-    last_checkpoint = time.monotonic()
+    # A new run saves right after its first iteration, then every checkpoint_every_seconds: a kill
+    # in its first minutes (a long compile) loses no more than one iteration.
+    last_checkpoint = -math.inf if restored is None else time.monotonic()
+    last_saved = None if restored is None else iteration
     num_seeds = config.num_seeds
     seeds = [config.seed + i for i in range(num_seeds)]
     new_window = lambda: {k: np.zeros(num_seeds) for k in ("episodes", "return_sum", "length_sum")}
@@ -183,8 +206,9 @@ def run_training(
     last_metrics: dict = {}
 
     def save():
+        nonlocal last_saved
         # Keyed by iteration, not update: before the replay is ready, updates stand still.
-        checkpointer.save(
+        saved = checkpointer.save(
             iteration,
             state,
             meta={
@@ -196,6 +220,8 @@ def run_training(
                 "config": config_to_dict(config),
             },
         )
+        if saved:
+            last_saved = iteration
 
     def evaluate() -> list[float]:
         """The mean greedy return of each seed."""
@@ -324,13 +350,20 @@ def run_training(
                     flush=True,
                 )
         save()
+    except BaseException:
+        if restored is None and iterations_this_call == 0 and last_saved is None:  # nothing yet
+            close_quietly(checkpointer, logger)
+            remove_failed_start(workdir, **created)
+        raise
     finally:
-        checkpointer.close()
-        logger.close()
-        for signum, handler in previous_handlers.items():
-            signal.signal(signum, handler)
+        try:
+            checkpointer.close()  # raises a failure of the last save, unless raised already
+        finally:
+            logger.close()
+            for signum, handler in previous_handlers.items():
+                signal.signal(signum, handler)
     if is_main:
-        plot_learning_curve(workdir, title=config.env)
+        _plot(workdir, config)
     return {
         "env_steps": env_steps,
         "iterations": iteration,
@@ -340,4 +373,20 @@ def run_training(
         "eval_returns": last_eval_return,
         "metrics": last_metrics,
         "stopped_by_signal": bool(stop_signal),
+        "signal": stop_signal[0] if stop_signal else None,
+        "checkpoint": last_saved,
     }
+
+
+def _plot(workdir: Path, config: TrainConfig) -> None:
+    """The learning curve; one that cannot be written is a warning, not a failed run (it is drawn
+    from metrics.jsonl, which holds the same numbers)."""
+    try:
+        plot_learning_curve(workdir, title=config.env)
+    except OSError as error:
+        print(
+            f"warning: the learning curve in {workdir} could not be written: "
+            f"{checkpoint_lib.short_reason(error)}",
+            file=sys.stderr,
+            flush=True,
+        )

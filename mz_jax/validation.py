@@ -167,6 +167,7 @@ RULES: dict[str, Rule] = {
     "head_channels": _POSITIVE,
     "head_hidden": _POSITIVE,
     "downsample": boolean(),
+    "observation_layer_norm": boolean(),
     "value_support_size": _POSITIVE,
     "reward_support_size": _POSITIVE,
     "projection_size": _POSITIVE,

@@ -8,6 +8,7 @@ A training run's workdir holds::
     checkpoints/             orbax checkpoints (:mod:`mz_jax.checkpoint`)
     corrupted_checkpoints/   checkpoints that failed to restore, moved aside
     learning_curve.png       returns against environment steps (:mod:`mz_jax.plots`)
+    errors.log               tracebacks of the failures ``mz-jax train`` reported in one line
 
 and a suite's workdir holds ``results.json`` and one such directory per environment, named by
 :func:`sanitise`. Nothing here imports :mod:`mz_jax.checkpoint` (it imports this module).
@@ -15,6 +16,7 @@ and a suite's workdir holds ``results.json`` and one such directory per environm
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -33,6 +35,7 @@ TENSORBOARD_DIR = "tensorboard"
 CHECKPOINT_DIR = "checkpoints"
 CORRUPTED_DIR = "corrupted_checkpoints"
 LEARNING_CURVE_FILE = "learning_curve.png"
+ERRORS_FILE = "errors.log"
 RESULTS_FILE = "results.json"
 """A suite workdir's record of its environments and seeds (:mod:`mz_jax.suite`)."""
 
@@ -48,10 +51,20 @@ def sanitise(name: str) -> str:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Writes ``text`` to ``path`` so that a reader (or a later run) never sees half of it."""
+    """Writes ``text`` to ``path`` so that a reader (or a later run) never sees half of it.
+
+    Raises:
+      OSError: naming ``path`` (a full disk, an unwritable directory); ``path`` is then unchanged.
+    """
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        if error.strerror:  # "[Errno 28] writing .../config.json failed: No space left on device"
+            raise OSError(error.errno, f"writing {path} failed: {error.strerror}") from error
+        raise OSError(f"writing {path} failed: {error}") from error
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -133,12 +146,33 @@ def read_config(workdir: str | Path) -> TrainConfig:
     return config_from_dict(json.loads(path.read_text()))
 
 
-def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: bool) -> None:
+RESUMABLE_FIELDS = frozenset(
+    {
+        "total_env_steps",
+        "log_every_seconds",
+        "checkpoint_every_seconds",
+        "keep_checkpoints",
+        "keep_checkpoint_every",
+    }
+)
+"""Fields a run may be resumed with a different value of, without ``--allow-config-change``: the
+run's length and its bookkeeping, which change no computed value of the iterations already run.
+A longer ``total_env_steps`` extends a finished run. The schedules given as fractions of the run
+(``temperature_schedule``, the ``priority_beta`` annealing) follow the new length from the resumed
+iteration on: they are functions of ``env_steps / total_env_steps``."""
+
+
+def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: bool) -> list[str]:
     """Writes ``config.json``, or compares it with the one a previous run of this workdir saved.
+
+    Returns:
+      The fields that differ from the saved configuration (``name: saved -> now``), all of them
+      :data:`RESUMABLE_FIELDS` unless ``allow_config_change``; ``config.json`` then holds ``config``.
 
     Raises:
       ValueError: listing every differing field (``name: saved -> now``) if the saved configuration
-        differs and ``allow_config_change`` is False; nothing is written then.
+        differs in a field outside :data:`RESUMABLE_FIELDS` and ``allow_config_change`` is False;
+        nothing is written then.
     """
     path = workdir / CONFIG_FILE
     current = config_to_dict(config)
@@ -151,14 +185,18 @@ def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: boo
                 "configuration"
             ) from error
         differences = config_differences(saved, current)
-        if differences and not allow_config_change:
+        refused = [d for d in differences if d.split(":")[0] not in RESUMABLE_FIELDS]
+        if refused and not allow_config_change:
             raise ValueError(
                 f"{path} was saved by a run with a different configuration; refusing to resume it "
                 "with this one (pass --allow-config-change to resume anyway, or use another "
-                "--workdir). Differences (saved -> now):\n  " + "\n  ".join(differences)
+                "--workdir). Differences (saved -> now): " + "; ".join(refused)
             )
+    else:
+        differences = []
     if jax.process_index() == 0:
         write_atomically(path, json.dumps(current, indent=2) + "\n")
+    return differences
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -209,10 +247,70 @@ def read_metrics(workdir: str | Path) -> list[dict]:
 
 def forget_metrics_after(workdir: Path, env_steps: int) -> None:
     """Drops the records of ``metrics.jsonl`` past ``env_steps``: a resumed run is about to redo those
-    iterations (and write them again). Also drops a line torn by a kill in mid-write."""
+    iterations (and write them again). Also drops a line torn by a kill in mid-write; a file left
+    with no record is removed."""
     if not (workdir / METRICS_FILE).exists() or jax.process_index() != 0:
         return
     kept = [
         line + "\n" for line, r in _metrics_lines(workdir) if r.get("env_steps", 0) <= env_steps
     ]
+    if not kept:  # no empty file: a start that fails before its first record leaves none
+        (workdir / METRICS_FILE).unlink()
+        return
     write_atomically(workdir / METRICS_FILE, "".join(kept))
+
+
+# ---------------------------------------------------------------------------------------------------
+# After a failure
+
+
+def first_missing(path: Path) -> Path | None:
+    """The outermost of ``path`` and its parents that does not exist (what ``mkdir(parents=True)``
+    would create first), or None if ``path`` exists."""
+    missing = None
+    for candidate in (path, *path.absolute().parents):
+        if candidate.exists():
+            break
+        missing = candidate
+    return missing
+
+
+def remove_failed_start(workdir: Path, *, created: Path | None, created_config: bool) -> None:
+    """Removes what a start that failed before it trained anything wrote, and nothing else.
+
+    ``config.json`` goes if this start wrote it (``created_config``), then ``workdir`` and its
+    parents up to ``created`` (the outermost directory this start created, :func:`first_missing`)
+    where they are empty: a failed first start leaves no empty directory or half-begun run behind,
+    and a directory that existed before keeps everything it held.
+    """
+    if jax.process_index() != 0:
+        return
+    # Best effort: this runs while the start's own error is on its way up, which it must not hide.
+    with contextlib.suppress(OSError):
+        if created_config:
+            (workdir / CONFIG_FILE).unlink(missing_ok=True)
+        if created is not None:
+            directory = workdir.absolute()
+            while True:
+                directory.rmdir()  # only if empty: never a tree
+                if directory == created.absolute():
+                    break
+                directory = directory.parent
+
+
+def append_error_log(workdir: str | Path, text: str) -> Path | None:
+    """Appends ``text`` (a traceback) to ``workdir/errors.log``; returns the file, or None if
+    ``workdir`` does not exist or cannot be written (a full disk: the caller says so instead)."""
+    path = Path(workdir) / ERRORS_FILE
+    if not Path(workdir).is_dir():
+        return None
+    existed = path.exists()
+    try:
+        with open(path, "a") as log:
+            log.write(text if text.endswith("\n") else text + "\n")
+    except OSError:
+        if not existed:  # no empty or torn log left behind by a full disk
+            with contextlib.suppress(OSError):
+                path.unlink()
+        return None
+    return path

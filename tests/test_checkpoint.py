@@ -178,8 +178,10 @@ def test_state_of_another_shape_is_refused_and_nothing_is_moved(tmp_path):
     _save_steps(tmp_path, [1, 2])
     other = _state(0)._replace(params={"w": jnp.zeros((3, 3)), "noise": jnp.zeros(5, jnp.uint32)})
     checkpointer = Checkpointer(tmp_path)
-    with pytest.raises(CheckpointError, match="none of the 2 checkpoints"):
+    with pytest.raises(CheckpointError, match=r"all 2 checkpoints .* cannot be restored") as error:
         checkpointer.restore_latest(_abstract(other))
+    assert "params.noise is uint32[4096] there, uint32[5] in this run's state" in str(error.value)
+    assert not error.value.corrupt
     assert checkpointer.steps() == [1, 2]
     checkpointer.close()
     assert not (tmp_path / "corrupted_checkpoints").exists()

@@ -378,3 +378,66 @@ def test_bad_arguments_raise(name, kwargs, argument):
     make = {"mlp": make_mlp_network, "resnet": make_resnet_network}[name]
     with pytest.raises(ValueError, match=f"'{argument}'"):
         make(0, **FACTORIES[name][1], **kwargs)
+
+
+# --- observation_layer_norm: the representation's first LayerNorm, optional -----------------------
+
+
+def test_torso_without_first_norm_is_linear_relu_then_the_usual_layers():
+    from flax import nnx
+
+    from mz_jax.networks.layers import DenseTorso
+
+    torso = DenseTorso(3, (5, 4), dtype=jnp.float32, rngs=nnx.Rngs(0), first_norm=False)
+    x = jnp.array([[0.5, -1.0, 2.0], [0.0, 0.1, -0.3]])
+    layers = torso.layers
+    w0, b0 = np.asarray(layers["dense_0"].kernel[...]), np.asarray(layers["dense_0"].bias[...])
+    h = np.maximum(np.asarray(x) @ w0 + b0, 0.0)  # no LayerNorm after the first layer
+    w1, b1 = np.asarray(layers["dense_1"].kernel[...]), np.asarray(layers["dense_1"].bias[...])
+    z = h @ w1 + b1
+    z = (z - z.mean(-1, keepdims=True)) / np.sqrt(z.var(-1, keepdims=True) + 1e-6)
+    scale, bias = np.asarray(layers["norm_1"].scale[...]), np.asarray(layers["norm_1"].bias[...])
+    expected = np.maximum(z * scale + bias, 0.0)
+    np.testing.assert_allclose(np.asarray(torso(x)), expected, rtol=1e-5, atol=1e-5)
+    assert "norm_0" not in layers
+
+
+def test_first_norm_hides_the_scale_of_an_observation_and_its_absence_keeps_it():
+    from flax import nnx
+
+    from mz_jax.networks.layers import DenseTorso
+
+    x = jnp.array([[0.02, -0.01, 0.03, 0.05]])  # a CartPole state near upright
+    with_norm = DenseTorso(4, (16,), dtype=jnp.float32, rngs=nnx.Rngs(1))
+    without = DenseTorso(4, (16,), dtype=jnp.float32, rngs=nnx.Rngs(1), first_norm=False)
+    # The Linear biases start at zero, so the pre-activations of 10 x are 10 times those of x.
+    np.testing.assert_allclose(with_norm(10 * x), with_norm(x), rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(without(10 * x), 10 * without(x), rtol=1e-5, atol=1e-7)
+    assert float(jnp.max(jnp.abs(without(x)))) > 0
+
+
+def test_observation_layer_norm_changes_only_the_representations_first_norm():
+    kwargs = dict(observation_shape=(4,), num_actions=2, hidden_sizes=(8, 8), latent_size=6)
+    _, default = make_mlp_network(0, **kwargs)
+    _, without = make_mlp_network(0, observation_layer_norm=False, **kwargs)
+    flat = lambda params: {
+        jax.tree_util.keystr(k): v for k, v in jax.tree_util.tree_leaves_with_path(params)
+    }
+    default, without = flat(default), flat(without)
+    removed = set(default) - set(without)
+    assert removed and all("representation" in k and "norm_0" in k for k in removed)
+    assert set(without) <= set(default)
+    for k in without:  # every other parameter is drawn the same
+        np.testing.assert_array_equal(default[k], without[k])
+
+
+def test_observation_layer_norm_reaches_the_network_from_the_config():
+    from mz_jax import NetworkConfig, TrainConfig, build
+
+    config = TrainConfig(network=NetworkConfig(observation_layer_norm=False), num_envs=2)
+    params = build(config).init_params(jax.random.key(0))
+    names = [jax.tree_util.keystr(k) for k, _ in jax.tree_util.tree_leaves_with_path(params)]
+    assert not any("representation" in n and "norm_0" in n for n in names)
+    assert any("dynamics" in n and "norm_0" in n for n in names)
+    with pytest.raises(ValueError, match=r"network\.observation_layer_norm"):
+        NetworkConfig(observation_layer_norm="yes")

@@ -223,14 +223,15 @@ def test_sigterm_saves_and_stops_then_the_same_call_carries_on(tmp_path, use_tra
             os.kill(os.getpid(), signal.SIGTERM)
         return state
 
-    # Saves only on the signal and at the end.
+    # Saves after the first iteration (a new run), on the signal and at the end.
     config = _host_side_config(checkpoint_every_seconds=1e9)
     use_trainer(terminate_at_3)
     handler = signal.getsignal(signal.SIGTERM)
     summary = run.run_training(config, tmp_path)
     assert summary["stopped_by_signal"]
     assert summary["iterations"] == 3  # the iteration under way is finished, then saved
-    assert _checkpoints(tmp_path) == [3]
+    assert summary["signal"] == signal.SIGTERM and summary["checkpoint"] == 3
+    assert _checkpoints(tmp_path) == [1, 3]
     assert signal.getsignal(signal.SIGTERM) is handler
     assert "signal 15 received: saving and stopping" in capsys.readouterr().out
 
@@ -264,7 +265,7 @@ def test_second_signal_stops_at_once(tmp_path, use_trainer):
     use_trainer(terminate_twice)
     with pytest.raises(KeyboardInterrupt, match="twice"):
         run.run_training(_host_side_config(checkpoint_every_seconds=1e9), tmp_path)
-    assert _checkpoints(tmp_path) == []
+    assert _checkpoints(tmp_path) == [1]  # the first iteration's; nothing saved on the way out
 
 
 def test_nonfinite_updates_are_skipped_counted_and_stop_the_run(

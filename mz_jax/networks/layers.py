@@ -25,21 +25,40 @@ ZEROS = nnx.initializers.zeros_init()
 
 
 class DenseTorso(nnx.Module):
-    """``Linear -> LayerNorm -> ReLU`` per hidden size: ``[B, D] -> [B, hidden_sizes[-1]]``."""
+    """``Linear -> LayerNorm -> ReLU`` per hidden size: ``[B, D] -> [B, hidden_sizes[-1]]``.
 
-    def __init__(self, in_features: int, hidden_sizes: Sequence[int], *, dtype, rngs: nnx.Rngs):
+    ``first_norm=False`` leaves out the first LayerNorm (``Linear -> ReLU``; no ``norm_0``
+    parameters), for a torso that reads raw observations whose scale carries information."""
+
+    def __init__(
+        self,
+        in_features: int,
+        hidden_sizes: Sequence[int],
+        *,
+        dtype,
+        rngs: nnx.Rngs,
+        first_norm: bool = True,
+    ):
         layers = {}
         for i, size in enumerate(hidden_sizes):
             layers[f"dense_{i}"] = nnx.Linear(in_features, size, dtype=dtype, rngs=rngs)
-            layers[f"norm_{i}"] = nnx.LayerNorm(size, dtype=dtype, rngs=rngs)
+            # Built even when left out (and discarded), so that every later module draws the same
+            # random numbers either way.
+            norm = nnx.LayerNorm(size, dtype=dtype, rngs=rngs)
+            if i > 0 or first_norm:
+                layers[f"norm_{i}"] = norm
             in_features = size
         self.layers = nnx.Dict(layers)
         # Looked up by index, never in iteration order ("dense_10" sorts before "dense_2").
         self.depth = len(hidden_sizes)
+        self.first_norm = first_norm
 
     def __call__(self, x: Array) -> Array:
         for i in range(self.depth):
-            x = jax.nn.relu(self.layers[f"norm_{i}"](self.layers[f"dense_{i}"](x)))
+            x = self.layers[f"dense_{i}"](x)
+            if i > 0 or self.first_norm:
+                x = self.layers[f"norm_{i}"](x)
+            x = jax.nn.relu(x)
         return x
 
 

@@ -41,13 +41,20 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
         reward_bins: int,
         projection_size: int | None,
         value_prefix: int | None,
+        observation_layer_norm: bool,
         dtype,
         rngs: nnx.Rngs,
     ):
         """``value_prefix``: None, or the LSTM size of a value-prefix network."""
         last = hidden_sizes[-1]
         dense = lambda n_in, n_out, **kw: nnx.Linear(n_in, n_out, dtype=dtype, rngs=rngs, **kw)
-        self.representation = DenseTorso(observation_size, hidden_sizes, dtype=dtype, rngs=rngs)
+        self.representation = DenseTorso(
+            observation_size,
+            hidden_sizes,
+            dtype=dtype,
+            rngs=rngs,
+            first_norm=observation_layer_norm,
+        )
         self.representation_out = dense(last, latent_size)
         self.dynamics = DenseTorso(latent_size + num_actions, hidden_sizes, dtype=dtype, rngs=rngs)
         self.dynamics_out = dense(last, latent_size)
@@ -115,6 +122,7 @@ def make_mlp_network(
     projection_size: int | None = None,
     value_prefix_horizon: int | None = None,
     lstm_size: int = 64,
+    observation_layer_norm: bool = True,
 ) -> tuple[MuZeroNetwork, Params]:
     """A MuZero network of MLPs for vector observations (MuZero Appendix F, with dense layers).
 
@@ -124,7 +132,9 @@ def make_mlp_network(
       ``reward_logits[B, 2 * reward_support_size + 1]``, both from one shared MLP;
     * prediction: ``hidden -> value_logits[B, 2 * value_support_size + 1], policy_logits[B, A]``.
 
-    Every MLP is ``Linear -> LayerNorm -> ReLU`` per entry of ``hidden_sizes``. Hidden states are
+    Every MLP is ``Linear -> LayerNorm -> ReLU`` per entry of ``hidden_sizes`` (the
+    representation's first layer without its LayerNorm if ``observation_layer_norm`` is False).
+    Hidden states are
     min-max scaled to ``[0, 1]`` per example (Appendix G), the range of the one-hot action input.
     The reward, value and policy output layers start at zero. The root's ``reward_logits`` (from
     ``initial_inference``) are zeros.
@@ -159,7 +169,9 @@ def make_mlp_network(
       value_prefix_horizon: None, or the horizon H >= 1 of a value-prefix network (see above),
         stored as ``network.value_prefix_horizon``.
       lstm_size: units of the value-prefix LSTM (>= 1); used only with ``value_prefix_horizon``.
-
+      observation_layer_norm: False leaves out the LayerNorm after the representation's first
+        layer, which rescales each observation's features to one size (a state's magnitude, such
+        as CartPole's angle, then reaches the network only through that layer's biases).
     Returns:
       ``(network, params)``: the pure functions and a nested ``dict`` of float32 parameter arrays.
       An action outside ``[0, A)`` is encoded as an all-zero one-hot vector (no error under jit).
@@ -178,6 +190,7 @@ def make_mlp_network(
         projection_size=projection_size,
         value_prefix_horizon=value_prefix_horizon,
         lstm_size=lstm_size,
+        observation_layer_norm=observation_layer_norm,
     )
     return network, init(key)
 
@@ -194,6 +207,7 @@ def mlp_network(
     projection_size: int | None = None,
     value_prefix_horizon: int | None = None,
     lstm_size: int = 64,
+    observation_layer_norm: bool = True,
 ) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """:func:`make_mlp_network` without a key: ``(network, init)``, with ``init(key) -> params``.
 
@@ -216,6 +230,7 @@ def mlp_network(
     if value_prefix_horizon is not None:
         validation.check("value_prefix_horizon", value_prefix_horizon, kind="argument")
     validation.check("lstm_size", lstm_size, kind="argument")
+    validation.check("observation_layer_norm", observation_layer_norm, kind="argument")
     value_prefix = None if value_prefix_horizon is None else lstm_size
     build = lambda rngs: _MlpMuZero(
         observation_size=math.prod(observation_shape),
@@ -226,6 +241,7 @@ def mlp_network(
         reward_bins=2 * reward_support_size + 1,
         projection_size=projection_size,
         value_prefix=value_prefix,
+        observation_layer_norm=observation_layer_norm,
         dtype=dtype,
         rngs=rngs,
     )

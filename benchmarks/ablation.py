@@ -1,0 +1,170 @@
+"""Which of the sample-efficient preset's terms matter: environment steps to a target, each one off
+or, for the terms it leaves out, each one on.
+
+    python benchmarks/ablation.py                                   # 3 seeds (100, 101, 102)
+    python benchmarks/ablation.py --seeds 3 --first-seed 200 --only "consistency loss off"
+
+Trains the preset once as is, once with each EfficientZero term it uses switched off (the
+consistency loss, the value prefix, reanalysed policies, reanalysed values, the off-policy
+correction; and the representation's first LayerNorm put back where the preset leaves it out),
+then once with each term it does not use switched on (``--no-additions`` skips these), and prints,
+per variant, the environment
+steps at each seed's first greedy evaluation reaching --target, their median, and how many of the
+next ten evaluations also reach it. The seeds of one variant run as one program (``num_seeds``):
+environment steps per seed are those of separate runs, but wall times are not, so none are shown
+(``benchmarks/learning.py`` times single runs; ``benchmarks/sample_efficiency.py`` gives each
+term's cost in milliseconds per update). The default seeds are not the README's 0-4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import re
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from common import machine_description, print_table
+from learning import STABILITY_WINDOW
+
+from mz_jax import TrainConfig
+from mz_jax.presets import load_preset
+from mz_jax.run import run_training
+from mz_jax.suite_results import evaluation_curves
+
+
+def ablations(preset: TrainConfig, *, additions: bool = True):
+    """(name, config) pairs: the preset, each term it uses switched off alone, then (``additions``)
+    each term it does not use switched on alone."""
+    yield "preset", preset
+    network = preset.network
+    if preset.consistency_loss_weight > 0:
+        yield "consistency loss off", dataclasses.replace(preset, consistency_loss_weight=0.0)
+    if network.value_prefix_horizon is not None:
+        yield (
+            "value prefix off",
+            dataclasses.replace(
+                preset, network=dataclasses.replace(network, value_prefix_horizon=None)
+            ),
+        )
+    if preset.reanalyse_policy_fraction > 0:
+        yield "reanalysed policy off", dataclasses.replace(preset, reanalyse_policy_fraction=0.0)
+    if preset.reanalyse_values:
+        yield "reanalysed values off", dataclasses.replace(preset, reanalyse_values=False)
+    if preset.off_policy_correction_steps is not None:
+        yield (
+            "off-policy correction off",
+            dataclasses.replace(preset, off_policy_correction_steps=None),
+        )
+    if not network.observation_layer_norm:
+        yield (
+            "observation LayerNorm on",
+            dataclasses.replace(
+                preset, network=dataclasses.replace(network, observation_layer_norm=True)
+            ),
+        )
+    if not additions:
+        return
+    if network.value_prefix_horizon is None:
+        yield (
+            "+ value prefix (H = 5)",
+            dataclasses.replace(
+                preset, network=dataclasses.replace(network, value_prefix_horizon=5)
+            ),
+        )
+    if preset.off_policy_correction_steps is None:
+        yield (
+            "+ off-policy correction (1,000 steps)",
+            dataclasses.replace(preset, off_policy_correction_steps=1000),
+        )
+    if preset.reanalyse_policy_fraction == 0:
+        yield (
+            "+ reanalysed policy (25%)",
+            dataclasses.replace(preset, reanalyse_policy_fraction=0.25),
+        )
+    if preset.consistency_loss_weight == 0:
+        yield "+ consistency loss (2)", dataclasses.replace(preset, consistency_loss_weight=2.0)
+
+
+def first_on_target(curve, target: float) -> tuple[int | None, str]:
+    """Env steps at the first evaluation >= target (None if none), and ``k/n`` of the next ten."""
+    steps, returns = curve
+    hit = next((i for i, value in enumerate(returns) if value >= target), None)
+    if hit is None:
+        return None, "-"
+    after = returns[hit + 1 :][:STABILITY_WINDOW]
+    return int(steps[hit]), f"{sum(value >= target for value in after)}/{len(after)}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="cartpole_sample_efficient")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per variant")
+    parser.add_argument("--first-seed", type=int, default=100)
+    parser.add_argument("--target", type=float, default=475.0)
+    parser.add_argument("--eval-every", type=int, default=500)
+    parser.add_argument("--total-env-steps", type=int, default=None)
+    parser.add_argument("--only", nargs="+", default=None, help="run only these variants")
+    parser.add_argument(
+        "--no-additions", action="store_true", help="skip the variants that switch a term on"
+    )
+    parser.add_argument("--workdir", default="runs/benchmark_ablation")
+    args = parser.parse_args()
+
+    preset = load_preset(args.config)
+    preset = dataclasses.replace(
+        preset,
+        seed=args.first_seed,
+        num_seeds=args.seeds,
+        eval_every_env_steps=args.eval_every,
+        total_env_steps=args.total_env_steps or preset.total_env_steps,
+        log_every_seconds=60.0,
+    )
+    print(f"machine: {machine_description()}")
+    print(
+        f"preset {args.config}: {preset.env}, seeds {args.first_seed}..{args.first_seed + args.seeds - 1}"
+        f" as one program, {preset.total_env_steps:,} env steps, {preset.eval_episodes} greedy "
+        f"episodes every {args.eval_every:,} env steps, target {args.target:g}\n"
+    )
+    rows = []
+    for name, config in ablations(preset, additions=not args.no_additions):
+        if args.only and name not in args.only:
+            continue
+        workdir = Path(args.workdir) / re.sub(r"\W+", "_", name).strip("_")
+        shutil.rmtree(workdir, ignore_errors=True)
+        start = time.perf_counter()
+        run_training(config, workdir)
+        print(f"{name}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+        curves = evaluation_curves(workdir, default_seed=config.seed)
+        results = [first_on_target(curves[seed], args.target) for seed in sorted(curves)]
+        reached = [steps for steps, _ in results if steps is not None]
+        # A seed that never reached the target counts as infinitely many steps.
+        median = statistics.median([math.inf if s is None else s for s, _ in results])
+        rows.append(
+            [
+                name,
+                ", ".join("-" if steps is None else f"{steps:,}" for steps, _ in results),
+                f"{median:,.0f}" if math.isfinite(median) else "not reached",
+                f"{len(reached)}/{len(results)}",
+                ", ".join(stable for _, stable in results),
+            ]
+        )
+        print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+    print_table(
+        [
+            "variant",
+            f"env steps to >= {args.target:g}, by seed",
+            "median",
+            "seeds reaching",
+            f"next {STABILITY_WINDOW} >= {args.target:g}",
+        ],
+        rows,
+    )
+
+
+if __name__ == "__main__":
+    main()
