@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from common import machine_description, print_table
-from learning import STABILITY_WINDOW
+from learning import STABILITY_WINDOW, first_on_target
 
 from mz_jax import TrainConfig
 from mz_jax.presets import load_preset
@@ -90,14 +90,11 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
         yield "+ consistency loss (2)", dataclasses.replace(preset, consistency_loss_weight=2.0)
 
 
-def first_on_target(curve, target: float) -> tuple[int | None, str]:
-    """Env steps at the first evaluation >= target (None if none), and ``k/n`` of the next ten."""
-    steps, returns = curve
-    hit = next((i for i, value in enumerate(returns) if value >= target), None)
-    if hit is None:
-        return None, "-"
-    after = returns[hit + 1 :][:STABILITY_WINDOW]
-    return int(steps[hit]), f"{sum(value >= target for value in after)}/{len(after)}"
+def steps_on_target(curve, target: float) -> tuple[int | None, str]:
+    """Env steps at a seed's first evaluation >= target (None if none), and ``k/n`` of the next
+    ten (:func:`learning.first_on_target`)."""
+    hit, stable = first_on_target(curve.returns, target)
+    return (None if hit is None else int(curve.env_steps[hit])), stable
 
 
 def main() -> None:
@@ -140,7 +137,7 @@ def main() -> None:
         run_training(config, workdir)
         print(f"{name}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
         curves = evaluation_curves(workdir, default_seed=config.seed)
-        results = [first_on_target(curves[seed], args.target) for seed in sorted(curves)]
+        results = [steps_on_target(curves[seed], args.target) for seed in sorted(curves)]
         reached = [steps for steps, _ in results if steps is not None]
         # A seed that never reached the target counts as infinitely many steps.
         median = statistics.median([math.inf if s is None else s for s, _ in results])

@@ -78,12 +78,14 @@ def with_overrides(config, assignments: list[str]):
         raise SystemExit(f"--set: {error}") from error
 
 
-def stability(evals: list[dict], reached: dict | None, target: float) -> str:
-    """``k/n``: of the (at most ten) evaluations after ``reached``, how many reach ``target``."""
-    if reached is None:
-        return "-"
-    after = evals[evals.index(reached) + 1 :][:STABILITY_WINDOW]
-    return f"{sum(r[EVAL_RETURN] >= target for r in after)}/{len(after)}"
+def first_on_target(returns, target: float) -> tuple[int | None, str]:
+    """The index of the first of ``returns`` (evaluations in order) that reaches ``target`` (None
+    if none), and ``k/n``: of the (at most ten) evaluations after it, how many reach it too."""
+    hit = next((i for i, value in enumerate(returns) if value >= target), None)
+    if hit is None:
+        return None, "-"
+    after = list(returns[hit + 1 :])[:STABILITY_WINDOW]
+    return hit, f"{sum(value >= target for value in after)}/{len(after)}"
 
 
 def main() -> None:
@@ -155,7 +157,8 @@ def main() -> None:
             offset = elapsed - summary["wall_s"]
         curves.update(evaluation_curves(workdir, default_seed=seed))
         evals = [r for r in read_metrics(workdir) if EVAL_RETURN in r]
-        reached = next((r for r in evals if r[EVAL_RETURN] >= args.target), None)
+        hit, stable = first_on_target([r[EVAL_RETURN] for r in evals], args.target)
+        reached = None if hit is None else evals[hit]
         best = max(evals, key=lambda r: r[EVAL_RETURN]) if evals else None
         rows.append(
             [
@@ -163,7 +166,7 @@ def main() -> None:
                 f"{reached['wall_s'] + offset:.0f}" if reached else "not reached",
                 f"{reached['env_steps']:,}" if reached else "-",
                 "yes" if reached and reached["wall_s"] + offset <= args.budget_s else "no",
-                stability(evals, reached, args.target),
+                stable,
                 f"{best[EVAL_RETURN]:.4g} @ {best['env_steps']:,}" if best else "-",
                 f"{evals[-1][EVAL_RETURN]:.4g}" if evals else "-",
                 f"{summary['env_steps']:,}",

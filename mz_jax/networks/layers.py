@@ -217,6 +217,7 @@ class EfficientZeroParts:
     def add_efficientzero_parts(
         self,
         *,
+        reward_head: nnx.Module,
         state_size: int,
         features_size: int,
         projection_size: int | None,
@@ -225,11 +226,15 @@ class EfficientZeroParts:
         dtype,
         rngs: nnx.Rngs,
     ) -> None:
-        """``state_size``: the flattened hidden state's size (the projection's input);
-        ``features_size``: the size of the features the value-prefix LSTM reads; ``value_prefix``:
-        None, or the LSTM's size. The projection is ``P -> P`` wide with a LayerNorm on its output,
-        the head has a bottleneck of ``max(P // 2, 1)`` units (Ye et al., 2021, §4.1)."""
+        """Call last in ``__init__``, so that every module built before draws the same random
+        numbers with these parts as without them. ``reward_head``: the per-step reward head, built
+        either way (the same draws) and kept only without a value prefix; ``state_size``: the
+        flattened hidden state's size (the projection's input); ``features_size``: the size of the
+        features the value-prefix LSTM reads; ``value_prefix``: None, or the LSTM's size. The
+        projection is ``P -> P`` wide with a LayerNorm on its output, the head has a bottleneck of
+        ``max(P // 2, 1)`` units (Ye et al., 2021, §4.1)."""
         # Each attribute is assigned once: nnx makes an attribute first set to None static.
+        self.reward_head = reward_head if value_prefix is None else None
         p, kw = projection_size, dict(dtype=dtype, rngs=rngs)
         self.projection = (
             None if p is None else ProjectionMlp(state_size, p, p, out_norm=True, **kw)

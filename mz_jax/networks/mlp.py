@@ -68,11 +68,8 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
         self.num_actions = num_actions
         self.reward_bins = reward_bins
         self.dtype = dtype
-        # The EfficientZero parts come last, so that every module above draws the same random
-        # numbers with them as without them. A value-prefix network has no per-step reward head,
-        # but its draws above are made all the same (and discarded), for the same reason.
-        self.reward_head = reward_head if value_prefix is None else None
         self.add_efficientzero_parts(
+            reward_head=reward_head,
             state_size=latent_size,
             features_size=last,
             projection_size=projection_size,

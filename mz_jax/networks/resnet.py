@@ -93,12 +93,9 @@ class _ResNetMuZero(EfficientZeroParts, nnx.Module):
         self.num_actions = num_actions
         self.reward_bins = reward_bins
         self.dtype = dtype
-        # The EfficientZero parts come last, so that every module above draws the same random
-        # numbers with them as without them. A value-prefix network has no per-step reward head,
-        # but its draws above are made all the same (and discarded), for the same reason.
-        self.reward_head = reward_head if value_prefix is None else None
         state_size = math.prod(hidden_shape)
         self.add_efficientzero_parts(
+            reward_head=reward_head,
             state_size=state_size,
             features_size=state_size,
             projection_size=projection_size,
