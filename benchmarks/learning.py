@@ -2,6 +2,7 @@
 
     python benchmarks/learning.py --config cartpole --seeds 0 1 2 --target 475 --budget-s 120
     python benchmarks/learning.py --config tic_tac_toe --seeds 0 --target 1.0
+    python benchmarks/learning.py --config defaults --seeds 0 1 2   # `mz-jax train`, no flags
     python benchmarks/learning.py --config cartpole_sample_efficient --eval-every 500 \
         --set consistency_loss_weight=0   # an ablation: one field changed
 
@@ -33,7 +34,7 @@ from pathlib import Path
 
 from common import machine_description, print_table
 
-from mz_jax import compilation_cache
+from mz_jax import TrainConfig, compilation_cache
 from mz_jax.metrics import EVAL_RETURN
 from mz_jax.plots import save_curve
 from mz_jax.presets import load_preset
@@ -90,7 +91,11 @@ def first_on_target(returns, target: float) -> tuple[int | None, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="cartpole")
+    parser.add_argument(
+        "--config",
+        default="cartpole",
+        help="a preset, or 'defaults': TrainConfig() as `mz-jax train` runs it without flags",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--target", type=float, default=475.0)
     parser.add_argument("--budget-s", type=float, default=120.0, help="wall-time budget per seed")
@@ -120,7 +125,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    base = load_preset(args.config)
+    base = TrainConfig() if args.config == "defaults" else load_preset(args.config)
     cache = compilation_cache.enable() if args.compilation_cache else None
     if args.total_env_steps is not None:
         base = dataclasses.replace(base, total_env_steps=args.total_env_steps)

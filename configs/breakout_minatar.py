@@ -23,6 +23,11 @@ def config() -> TrainConfig:
         eval_every_env_steps=50_000,
         eval_episodes=32,
         eval_max_steps=2_000,
+        # The defaults this preset was written with (stored search values, priorities^1).
+        td_steps=10,
+        priority_alpha=1.0,
+        reanalyse_values=False,
+        target_update_every=100,
         lr_decay_updates=15_000,  # about all the updates of the run (1M / 256 x 4)
         search=SearchConfig(policy="gumbel", num_simulations=16),
         network=NetworkConfig(kind="resnet", channels=32, num_blocks=2),

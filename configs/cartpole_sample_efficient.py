@@ -22,7 +22,11 @@ discount 0.99, Gumbel search with 16 simulations and ``rescale_values=False``), 
 Tried and not adopted, each from the 8 x 2 variant, seeds 100-102: pUCT search with 25 simulations
 and discount 0.997, batch 256, 128-wide network, uniform replay and target parameters 100 updates
 old (LightZero's CartPole settings: evaluations stayed under 150); min-max rescaled Gumbel
-Q-values; discount 0.997; target parameters 100 updates old.
+Q-values; discount 0.997; target parameters 100 updates old. From this preset, seeds 100-102 as one
+program, 6,000 steps (env steps to 475; the preset: -, 1,008, 3,008): pUCT with 25 simulations at
+discount 0.99 (none reached 475); batch 256 (4,512, 1,504, 5,504); a cosine learning-rate decay over
+the run (-, -, 3,008); value prefix with the off-policy correction (2,000, -, 5,504); reanalysed
+policies for 25% of each batch (3,008, 3,008, 2,000, at 1.7x the time per update).
 
 ``python benchmarks/learning.py --config cartpole_sample_efficient --seeds 0 1 2 3 4`` measures it;
 the README gives the table and ``benchmarks/ablation.py`` each term's share.

@@ -43,6 +43,10 @@ def config() -> TrainConfig:
         updates_per_iteration=UPDATES_PER_ITERATION,
         batch_size=128,
         total_env_steps=TOTAL_ENV_STEPS,
+        # The defaults this preset was measured with (stored search values, priorities^1).
+        priority_alpha=1.0,
+        reanalyse_values=False,
+        target_update_every=100,
         value_loss_weight=1.0,
         lr_decay_updates=TOTAL_ENV_STEPS // (NUM_ENVS * ROLLOUT_LENGTH) * UPDATES_PER_ITERATION,
         replay_capacity=100_000,

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from mz_jax import transforms
+from mz_jax import baseline, transforms
 from mz_jax.envs import Env, EnvState, TimeStep
 from mz_jax.mcts import SearchConfig, search
 from mz_jax.types import Array, MuZeroNetwork, Params, Trajectory
@@ -202,16 +202,17 @@ def evaluate(
     """Greedy play (no root noise, argmax action) of one episode in each of ``num_episodes`` envs.
 
     Args:
-      opponent: None for self-play (single-player environments), or ``"random"``: in a two-player game
-        the agent meets a uniformly random legal player, moving first in the first half of the
-        episodes and second in the other half.
+      opponent: None for self-play (single-player environments), ``"random"`` or ``"mcts:N"``: in a
+        two-player game the agent meets a uniformly random legal player, or the MCTS baseline with
+        N simulations on the true game (:mod:`mz_jax.baseline`, pgx games only), moving first in
+        the first half of the episodes and second in the other half.
     """
-    if opponent not in (None, "random"):
-        raise ValueError(f"opponent must be None or 'random'; got {opponent!r}")
+    num_simulations = None if opponent is None else baseline.parse_opponent(opponent)
     if opponent is not None and env.num_players != 2:
         raise ValueError(
             f"opponent={opponent!r} needs a two-player environment; {env.name} has one"
         )
+    game = None if num_simulations is None else baseline.game_of(env, opponent)
     reset_key, loop_key = jax.random.split(key)
     env_state, timestep = jax.vmap(env.reset)(jax.random.split(reset_key, num_episodes))
     moves_first = jnp.arange(num_episodes) < (num_episodes + 1) // 2
@@ -236,6 +237,15 @@ def evaluate(
                 random_key, jnp.where(timestep.legal_action_mask, 0.0, -jnp.inf)
             ).astype(jnp.int32)
             action = jnp.where(timestep.player == agent_id, action, random_action)
+        elif num_simulations is not None:
+            baseline_action = baseline.mcts_action(
+                random_key,
+                env_state.backend,
+                game=game,
+                num_simulations=num_simulations,
+                value_bound=env.return_bound or 1.0,
+            )
+            action = jnp.where(timestep.player == agent_id, action, baseline_action)
         env_state, next_timestep = jax.vmap(env.step)(
             jax.random.split(env_key, num_episodes), env_state, action
         )
@@ -257,7 +267,19 @@ def evaluate(
         jnp.zeros(num_episodes, jnp.int32),
         jnp.zeros(num_episodes, bool),
     )
-    (_, _, ret, length, done), _ = jax.lax.scan(step, init, jax.random.split(loop_key, max_steps))
+    # Steps stop once every episode has ended (most evaluations of a learning agent end long before
+    # max_steps); step t uses key t of the same split either way, so the results do not depend on it.
+    step_keys = jax.random.split(loop_key, max_steps)
+
+    def unfinished(loop):
+        t, carry = loop
+        return (t < max_steps) & ~jnp.all(carry[-1])
+
+    def next_step(loop):
+        t, carry = loop
+        return t + 1, step(carry, step_keys[t])[0]
+
+    _, (_, _, ret, length, done) = jax.lax.while_loop(unfinished, next_step, (0, init))
     return EvalResult(episode_return=ret, episode_length=length, completed=done)
 
 

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mz_jax import actor as actor_lib
+from mz_jax import baseline
 from mz_jax import checkpoint as checkpoint_lib
 from mz_jax.build import Components, build
 from mz_jax.config import TrainConfig
@@ -216,8 +217,10 @@ class Agent:
           key: a PRNG key, consumed.
           num_episodes: episodes played in parallel, one per environment.
           max_steps: steps each episode may last; default ``config.eval_max_steps``.
-          opponent: None (single-player, or self-play in a two-player game) or ``"random"`` (a
-            uniformly random legal player; the agent moves first in the first half of the episodes).
+          opponent: None (single-player, or self-play in a two-player game), ``"random"`` (a
+            uniformly random legal player) or ``"mcts:N"`` (the MCTS baseline with N simulations on
+            the true game, :mod:`mz_jax.baseline`; pgx games only); the agent moves first in the
+            first half of the episodes.
 
         Returns:
           :class:`mz_jax.actor.EvalResult` with leaves ``[num_episodes]``.
@@ -227,6 +230,8 @@ class Agent:
         max_steps = self.config.eval_max_steps if max_steps is None else max_steps
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be an integer >= 1; got {max_steps!r}")
+        if opponent is not None:
+            baseline.parse_opponent(opponent)  # a clear error before anything compiles
         signature = (num_episodes, max_steps, opponent)
         if signature not in self._evaluators:
             self._evaluators[signature] = jax.jit(

@@ -80,7 +80,7 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
     schedule = learner.make_schedule(
         learning_rate=config.learning_rate,
         warmup_updates=config.warmup_updates,
-        decay_updates=config.lr_decay_updates,
+        decay_updates=config.decay_updates,
     )
     return Components(
         config=config,

@@ -143,10 +143,12 @@ def _eval_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--opponent",
-        choices=("random", "self"),
+        type=_opponent,
         default=None,
-        help="two-player games: a uniformly random player, the agent taking each seat in half of "
-        "the episodes (default), or the agent itself",
+        metavar="{random,mcts:N,self}",
+        help="two-player games: 'random', a uniformly random player (default), or 'mcts:N', MCTS "
+        "with N simulations and random rollouts on the true game (pgx games), the agent taking "
+        "each seat in half of the episodes; or 'self', the agent against itself",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
     parser.add_argument(
@@ -156,6 +158,22 @@ def _eval_parser() -> argparse.ArgumentParser:
         help="which run of a multi-seed run (trained with --num-seeds) to evaluate (default 0)",
     )
     return parser
+
+
+def _opponent(text: str) -> str:
+    """``--opponent``: ``"self"`` or what :func:`mz_jax.baseline.parse_opponent` accepts."""
+    if text == "self":
+        return text
+    from mz_jax.baseline import ALLOWED_OPPONENTS, parse_opponent
+
+    try:
+        parse_opponent(text)
+    except ValueError:
+        allowed = f"'self', {ALLOWED_OPPONENTS}"
+        raise argparse.ArgumentTypeError(
+            f"opponent {text!r} is invalid: allowed {allowed}"
+        ) from None
+    return text
 
 
 def _eval(argv: list[str]) -> int:
@@ -170,7 +188,7 @@ def _eval(argv: list[str]) -> int:
 
     from mz_jax.agent import Agent
     from mz_jax.checkpoint import CheckpointError
-    from mz_jax.envs import make_env
+    from mz_jax.envs import PGX_PREFIX, make_env
     from mz_jax.workdir import read_config
 
     try:
@@ -183,10 +201,15 @@ def _eval(argv: list[str]) -> int:
             raise CliError(
                 f"--opponent {args.opponent}: {config.env} is a single-player environment"
             )
+        if args.opponent not in (None, "random", "self") and not config.env.startswith(PGX_PREFIX):
+            raise CliError(
+                f"--opponent {args.opponent} searches the true game: pgx games only, not "
+                f"{config.env}"
+            )
         agent = Agent.restore(args.workdir, seed_index=args.seed_index)
     except (FileNotFoundError, CheckpointError, ValueError) as error:  # ValueError: config.json
         raise CliError(str(error), status=1) from error
-    opponent = "random" if two_player and args.opponent in (None, "random") else None
+    opponent = None if not two_player or args.opponent == "self" else args.opponent or "random"
     episodes = args.episodes or config.eval_episodes
     max_steps = args.max_steps or config.eval_max_steps
     result = jax.device_get(
@@ -200,6 +223,7 @@ def _eval(argv: list[str]) -> int:
     returns = np.asarray(result.episode_return, np.float64)
     completed = np.asarray(result.completed, bool)
     against = {"random": " against a random player", None: " in self-play" if two_player else ""}
+    against.setdefault(opponent, f" against {opponent}")
     of_seed = f" (run of seed {agent.config.seed})" if config.num_seeds > 1 else ""
     print(
         f"{config.env}{of_seed}, checkpoint {agent.checkpoint_step} ({agent.updates:,} updates, "

@@ -90,18 +90,18 @@ class TrainConfig:
     """Training sequences per update, all devices together (must divide by the number of devices)."""
     num_unroll_steps: int = 5
     """K, the steps the model is unrolled in training."""
-    td_steps: int = 10
+    td_steps: int = 5
     """n of the n-step value targets; reaching past an episode's end gives Monte-Carlo targets."""
-    discount: float = 0.997
-    """Per-step discount gamma in (0, 1]."""
+    discount: float = 0.99
+    """Per-step discount gamma in (0, 1] (0.997 in the MuZero paper's Atari runs)."""
 
     replay_capacity: int = 50_000
     """Replay size in transitions, all devices together."""
     min_replay_steps: int = 0
     """Environment steps per environment collected before the first update (0: as soon as one
     sequence fits)."""
-    priority_alpha: float = 1.0
-    """Prioritisation exponent alpha in [0, inf); 0 samples uniformly."""
+    priority_alpha: float = 0.5
+    """Prioritisation exponent alpha in [0, inf); 0 samples uniformly (1 in the MuZero paper)."""
     priority_beta: tuple[float, float] = (0.4, 1.0)
     """Importance-sampling exponent beta, annealed linearly from the first to the second value."""
 
@@ -113,8 +113,11 @@ class TrainConfig:
     """Momentum of 'sgd'."""
     warmup_updates: int = 100
     """Linear learning-rate warm-up, in updates."""
-    lr_decay_updates: int | None = None
-    """Cosine decay of the learning rate to 10% over this many updates after warm-up; None: constant."""
+    lr_decay_updates: int | Literal["run"] | None = "run"
+    """Cosine decay of the learning rate to 10% over this many updates after warm-up. 'run': over
+    the updates the run makes after warm-up (from total_env_steps; resuming with a longer
+    total_env_steps stretches the decay from there on, like the temperature schedule); a run
+    without total_env_steps keeps the rate constant. None: constant."""
     max_grad_norm: float = 5.0
     """Global gradient-norm clipping threshold."""
     weight_decay: float = 1e-4
@@ -129,12 +132,13 @@ class TrainConfig:
     """Weight of EfficientZero's self-supervised consistency loss (2 in the paper): the projected
     unrolled hidden states are pulled towards the projected representations of the observations
     actually reached. 0: off (the MuZero loss)."""
-    reanalyse_values: bool = False
+    reanalyse_values: bool = True
     """Bootstrap the n-step value targets from the network's value of the stored observations,
-    with target parameters a few updates old (fresh values, as MuZero Reanalyse and EfficientZero
-    compute them), instead of the search values stored when acting, which grow stale in the
-    replay; the bootstrap values of truncated episodes are refreshed too (their final
-    observations are then stored)."""
+    with the target parameters (fresh values, as MuZero Reanalyse and EfficientZero compute them),
+    instead of the search values stored when acting, which grow stale in the replay; the bootstrap
+    values of truncated episodes are refreshed too (their final observations are then stored). On
+    by default: with the stored values, CartPole's greedy return settled near 100-180 in 100k steps
+    in every seed we ran; with fresh ones it reached 500 and stayed there."""
     reanalyse_policy_fraction: float = 0.0
     """Fraction of each batch, in [0, 1], whose policy targets come from a fresh search with the
     target parameters from the stored observations (MuZero Reanalyse; EfficientZero §4.3) instead
@@ -143,7 +147,7 @@ class TrainConfig:
     """EfficientZero's off-policy correction: a window whose first step was collected a environment
     steps ago uses n = td_steps - floor(a / this) steps of real rewards (at least 1) before
     bootstrapping. None: td_steps for all data."""
-    target_update_every: int = 100
+    target_update_every: int = 1
     """With reanalyse_values or reanalyse_policy_fraction: learner updates between copies of the
     parameters into the target parameters that reanalyse uses (1: always the current parameters)."""
     hidden_grad_scale: float = 0.5
@@ -260,6 +264,17 @@ class TrainConfig:
     def env_steps_per_iteration(self) -> int:
         """Environment steps of one iteration, all environments together."""
         return self.num_envs * self.rollout_length
+
+    @property
+    def decay_updates(self) -> int | None:
+        """The updates of the learning-rate decay: ``lr_decay_updates``, with 'run' resolved to the
+        updates the run makes after warm-up (at least 1), or None (a constant rate)."""
+        if self.lr_decay_updates != "run":
+            return self.lr_decay_updates
+        if self.total_env_steps is None:
+            return None
+        iterations = -(-self.total_env_steps // self.env_steps_per_iteration)
+        return max(1, iterations * self.updates_per_iteration - self.warmup_updates)
 
     def check_devices(self, num_devices: int) -> None:
         """Raises if the batch or the environments cannot be split evenly over ``num_devices``."""

@@ -134,7 +134,10 @@ RULES: dict[str, Rule] = {
     "learning_rate": number(0, 10, low_open=True),
     "momentum": number(0, 1, high_open=True),
     "warmup_updates": _COUNT,
-    "lr_decay_updates": optional(_POSITIVE),
+    "lr_decay_updates": Rule(
+        lambda v: v is None or v == "run" or _POSITIVE.accepts(v),
+        f"None, 'run' or {_POSITIVE.allowed}",
+    ),
     "max_grad_norm": number(0, math.inf, low_open=True),
     "weight_decay": _FRACTION,
     "decoupled_weight_decay": boolean(),

@@ -1,6 +1,8 @@
 """Compiled self-play: rollout shapes, auto-reset across episode boundaries, truncation bootstrap values,
 episode statistics and determinism; greedy evaluation against a random player."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -129,6 +131,44 @@ def test_evaluation_plays_one_greedy_episode_per_environment(setup):
     np.testing.assert_array_equal(result.episode_length, TIME_LIMIT)
     np.testing.assert_array_equal(result.episode_return, float(TIME_LIMIT))
     assert np.all(result.completed)
+
+
+def test_evaluation_stops_stepping_once_every_episode_has_ended(setup):
+    env, network, params, config, _ = setup
+    steps = []
+
+    def counted_step(key, state, action):
+        jax.debug.callback(lambda: steps.append(1))
+        return env.step(key, state, action)
+
+    counting_env = dataclasses.replace(env, step=counted_step)
+
+    def evaluate(max_steps):
+        steps.clear()
+        result = actor.evaluate(
+            params,
+            jax.random.key(0),
+            env=counting_env,
+            network=network,
+            search_config=config,
+            num_episodes=3,
+            max_steps=max_steps,
+        )
+        jax.block_until_ready(result)
+        return jax.device_get(result), len(steps)
+
+    # Every episode is truncated after TIME_LIMIT steps: a budget 100 times longer takes no more steps
+    # (the callback runs once per episode and step under vmap, or once per step).
+    result, calls = evaluate(100 * TIME_LIMIT)
+    assert calls in (TIME_LIMIT, 3 * TIME_LIMIT)
+    np.testing.assert_array_equal(result.episode_length, TIME_LIMIT)
+    assert np.all(result.completed)
+    # A budget shorter than the episodes stops them unfinished, after exactly that many steps.
+    result, calls = evaluate(TIME_LIMIT - 2)
+    assert calls in (TIME_LIMIT - 2, 3 * (TIME_LIMIT - 2))
+    np.testing.assert_array_equal(result.episode_length, TIME_LIMIT - 2)
+    np.testing.assert_array_equal(result.episode_return, float(TIME_LIMIT - 2))
+    assert not np.any(result.completed)
 
 
 def test_evaluation_against_a_random_player_in_both_seats():

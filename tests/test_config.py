@@ -31,6 +31,18 @@ _INVALID = {
         "2.0",
         "integer >= 1",
     ),
+    "lr decay neither a count nor 'run'": (
+        lambda: TrainConfig(lr_decay_updates="all"),
+        "lr_decay_updates",
+        "'all'",
+        "None, 'run' or an integer >= 1",
+    ),
+    "lr decay zero": (
+        lambda: TrainConfig(lr_decay_updates=0),
+        "lr_decay_updates",
+        "0",
+        "None, 'run' or an integer >= 1",
+    ),
     "discount zero": (lambda: TrainConfig(discount=0.0), "discount", "0.0", "(0.0, 1.0]"),
     "discount above one": (lambda: TrainConfig(discount=1.01), "discount", "1.01", "(0.0, 1.0]"),
     "discount negative": (lambda: TrainConfig(discount=-0.5), "discount", "-0.5", "(0.0, 1.0]"),
@@ -49,7 +61,7 @@ _INVALID = {
     ),
     "replay smaller than one sequence": (
         # 4 streams x (K + td + 1 = 5 + 10 + 1 = 16) slots = 64 transitions at least
-        lambda: TrainConfig(num_envs=4, replay_capacity=63),
+        lambda: TrainConfig(num_envs=4, td_steps=10, replay_capacity=63),
         "replay_capacity",
         "63",
         "at least num_envs * max(num_unroll_steps + td_steps + 1, rollout_length) = 4 * 16 = 64",
@@ -252,3 +264,23 @@ def test_sizes_must_divide_by_the_devices(field, value, devices):
 
 def test_sizes_that_divide_pass():
     TrainConfig(num_envs=8, batch_size=12).check_devices(4)
+
+
+def test_lr_decay_over_the_run_counts_the_updates_after_warm_up():
+    # 1,000 env steps at 8 x 4 per iteration: 32 iterations (the last one partly past the end), 3
+    # updates each, 96 in all, of which the first 10 warm up: the decay spans the other 86.
+    config = TrainConfig(
+        total_env_steps=1_000,
+        num_envs=8,
+        rollout_length=4,
+        updates_per_iteration=3,
+        warmup_updates=10,
+        lr_decay_updates="run",
+    )
+    assert config.decay_updates == 86
+    # A run shorter than its warm-up still decays over one update; a count is taken as given; a
+    # run without an end, or None, keeps the rate constant.
+    assert config.replace(warmup_updates=500).decay_updates == 1
+    assert config.replace(lr_decay_updates=40).decay_updates == 40
+    assert config.replace(total_env_steps=None).decay_updates is None
+    assert config.replace(lr_decay_updates=None).decay_updates is None

@@ -382,12 +382,12 @@ def test_support_sizes_cover_the_returns():
 
     # CartPole: reward 1 for at most 500 steps. At 0.997 returns reach (1 - 0.997^500) / 0.003 =
     # 259.0, h(259.0) = 259 / (sqrt(260) + 1) + 0.259 = 15.29: S = 16. At 0.99: 99.3 -> 9.16: 10.
-    assert sizes() == (16, 10)
+    assert sizes(discount=0.997) == (16, 10)
     assert sizes(discount=0.99) == (10, 10)
     from mz_jax.config import NetworkConfig
 
     with pytest.raises(ValueError, match=r"network.value_support_size' = 10 .* >= 16"):
-        sizes(network=NetworkConfig(value_support_size=10))
+        sizes(discount=0.997, network=NetworkConfig(value_support_size=10))
     assert sizes(network=NetworkConfig(value_support_size=20)) == (20, 10)
 
 

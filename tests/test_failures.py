@@ -492,7 +492,7 @@ def test_total_env_steps_may_change_on_resume_but_not_the_run(tmp_path):
         "total_env_steps: 1000 -> 3000",
     ]
     assert json.loads((tmp_path / "config.json").read_text())["total_env_steps"] == 3000
-    with pytest.raises(ValueError, match=r"discount: 0\.997 -> 0\.9$"):
+    with pytest.raises(ValueError, match=r"discount: 0\.99 -> 0\.9$"):
         check_config(tmp_path, longer.replace(discount=0.9), allow_config_change=False)
 
 

@@ -269,6 +269,25 @@ def test_schedule_warms_up_linearly_then_decays_by_cosine_to_a_tenth():
     assert float(no_warmup(0)) == peak
 
 
+def test_a_run_decays_its_learning_rate_to_a_tenth_by_its_last_update():
+    # 2,000 env steps at 16 x 4 per iteration: 32 iterations (31.25 rounded up) of 2 updates.
+    config = TrainConfig(
+        total_env_steps=2_000,
+        num_envs=16,
+        rollout_length=4,
+        updates_per_iteration=2,
+        learning_rate=1e-3,
+        warmup_updates=4,
+        lr_decay_updates="run",
+    )
+    schedule = mz_jax.build(config).schedule
+    last = 32 * 2
+    np.testing.assert_allclose(float(schedule(4)), 1e-3, rtol=1e-6)
+    np.testing.assert_allclose(float(schedule(4 + (last - 4) // 2)), 0.55e-3, rtol=1e-5)
+    np.testing.assert_allclose(float(schedule(last)), 1e-4, rtol=1e-5)
+    assert float(schedule(last - 2)) > 1e-4
+
+
 def test_optimizer_applies_the_schedule_and_clips():
     # SGD without momentum on a constant gradient g: each update is exactly -lr_t * g.
     optimizer = learner.make_optimizer(

@@ -67,6 +67,19 @@ def _build_pgx(env_id: str):
     return pgx.make(env_id)
 
 
+def pgx_game(name: str):
+    """The pgx game object (``pgx.Env``) behind the environment ``"pgx:<id>"``: the one
+    :func:`make_pgx` wraps, to be stepped without the automatic reset (e.g. as a search model).
+
+    Raises:
+      ValueError: for a name that is not ``"pgx:"`` followed by a pgx game.
+    """
+    env_id = name[len(PGX_PREFIX) :] if name.startswith(PGX_PREFIX) else None
+    if env_id not in pgx_ids():
+        raise ValueError(f"{name!r} is not a pgx game; allowed 'pgx:<id>' with <id> in {pgx_ids()}")
+    return _build_pgx(env_id)
+
+
 def make_pgx(env_id: str, max_episode_steps: int | None) -> Env:
     """The pgx game ``env_id``, truncated after ``max_episode_steps`` transitions when given.
 
