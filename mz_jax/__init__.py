@@ -1,15 +1,16 @@
 """mz_jax: a functional MuZero in JAX/Flax.
 
 The public contract (``DESIGN.md``): ``scale_gradient``; the data types (``ModelOutput``,
-``MuZeroNetwork``, ``Batch``, ``Trajectory``); the jitted loss (``make_loss_fn``); the search
+``MuZeroNetwork``, ``Batch``, ``Trajectory``); the jitted loss (``make_loss_fn``; Stochastic
+MuZero's ``make_stochastic_loss_fn`` for a ``StochasticMuZeroNetwork``); the search
 (``search``, ``SearchConfig``); environments by name (``make_env``, ``register_env``); the networks
 (``make_mlp_network``, ``make_resnet_network``); and training: ``build(config)`` makes a
 ``TrainConfig`` into its components, ``make_train`` compiles the data-parallel step around them,
 ``run_training`` is the host loop with checkpoints and logs, ``Agent`` acts with a trained run.
 
 Submodules hold the rest, one job each: ``networks``, ``transforms``, ``mcts``, ``envs``,
-``actor``, ``replay``, ``targets``, ``reanalyse``, ``learner``, ``iteration``, ``train``, ``run``, ``metrics``,
-``checkpoint``, ``workdir``, ``presets``, ``suite``.
+``stochastic``, ``actor``, ``replay``, ``targets``, ``reanalyse``, ``learner``, ``iteration``,
+``train``, ``run``, ``metrics``, ``checkpoint``, ``workdir``, ``presets``, ``suite``.
 """
 
 from mz_jax import (
@@ -21,6 +22,7 @@ from mz_jax import (
     networks,
     reanalyse,
     replay,
+    stochastic,
     targets,
     transforms,
 )
@@ -41,13 +43,22 @@ from mz_jax.mcts import SearchConfig, SearchOutput, search
 from mz_jax.networks import make_mlp_network, make_resnet_network
 from mz_jax.ops import min_max_normalize, scale_gradient
 from mz_jax.run import run_training
+from mz_jax.stochastic import make_stochastic_loss_fn
 from mz_jax.targets import make_targets
 from mz_jax.train import Trainer, make_train
-from mz_jax.types import Batch, ModelOutput, MuZeroNetwork, Trajectory
+from mz_jax.types import (
+    AfterstateOutput,
+    Batch,
+    ModelOutput,
+    MuZeroNetwork,
+    StochasticMuZeroNetwork,
+    Trajectory,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AfterstateOutput",
     "Agent",
     "Batch",
     "Components",
@@ -59,6 +70,7 @@ __all__ = [
     "RunState",
     "SearchConfig",
     "SearchOutput",
+    "StochasticMuZeroNetwork",
     "TrainConfig",
     "TrainState",
     "Trainer",
@@ -77,6 +89,7 @@ __all__ = [
     "make_pmap_update",
     "make_resnet_network",
     "make_schedule",
+    "make_stochastic_loss_fn",
     "make_targets",
     "make_train",
     "mcts",
@@ -89,6 +102,7 @@ __all__ = [
     "run_training",
     "scale_gradient",
     "search",
+    "stochastic",
     "targets",
     "transforms",
 ]

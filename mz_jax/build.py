@@ -27,7 +27,8 @@ from mz_jax.config import NetworkConfig, TrainConfig
 from mz_jax.envs import Env, make_env
 from mz_jax.loss import LossFn, make_loss_fn
 from mz_jax.mcts import SearchConfig
-from mz_jax.types import Array, MuZeroNetwork, Params
+from mz_jax.stochastic import make_stochastic_loss_fn
+from mz_jax.types import Array, MuZeroNetwork, Params, StochasticMuZeroNetwork
 from mz_jax.validation import fail
 
 
@@ -51,7 +52,7 @@ class Components:
     config: TrainConfig
     network_config: NetworkConfig
     env: Env
-    network: MuZeroNetwork
+    network: MuZeroNetwork | StochasticMuZeroNetwork
     init_params: Callable[[Array], Params]
     search_config: SearchConfig
     loss_fn: LossFn
@@ -74,9 +75,28 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
         raise ValueError(f"config must be a mz_jax.TrainConfig; got {type(config).__name__}")
     env = make_env(config.env, max_episode_steps=config.max_episode_steps)
     network_config = network_config_for(config, env)
+    if network_config.num_chance_outcomes is not None:
+        check_stochastic(config)
     network, init_params = make_network(
         network_config, env, projection=config.consistency_loss_weight > 0
     )
+    if network_config.num_chance_outcomes is None:
+        loss_fn = make_loss_fn(
+            network,
+            value_loss_weight=config.value_loss_weight,
+            weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
+            hidden_grad_scale=config.hidden_grad_scale,
+            consistency_loss_weight=config.consistency_loss_weight,
+            unroll=unroll,
+        )
+    else:
+        loss_fn = make_stochastic_loss_fn(
+            network,
+            value_loss_weight=config.value_loss_weight,
+            commitment_loss_weight=config.commitment_loss_weight,
+            weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
+            hidden_grad_scale=config.hidden_grad_scale,
+        )
     schedule = learner.make_schedule(
         learning_rate=config.learning_rate,
         warmup_updates=config.warmup_updates,
@@ -89,14 +109,7 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
         network=network,
         init_params=init_params,
         search_config=search_config_for(config, env),
-        loss_fn=make_loss_fn(
-            network,
-            value_loss_weight=config.value_loss_weight,
-            weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
-            hidden_grad_scale=config.hidden_grad_scale,
-            consistency_loss_weight=config.consistency_loss_weight,
-            unroll=unroll,
-        ),
+        loss_fn=loss_fn,
         schedule=schedule,
         optimizer=learner.make_optimizer(
             optimizer=config.optimizer,
@@ -106,6 +119,17 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
             weight_decay=config.weight_decay if config.decoupled_weight_decay else 0.0,
         ),
     )
+
+
+def check_stochastic(config: TrainConfig) -> None:
+    """Refuses what Stochastic MuZero (``network.num_chance_outcomes``) does not combine with."""
+    chance = f"with network.num_chance_outcomes = {config.network.num_chance_outcomes}"
+    if config.search.policy != "muzero":
+        fail("search.policy", config.search.policy, f"'muzero' {chance} (pUCT with chance nodes)")
+    if config.network.value_prefix_horizon is not None:
+        fail("network.value_prefix_horizon", config.network.value_prefix_horizon, f"None {chance}")
+    if config.consistency_loss_weight != 0:
+        fail("consistency_loss_weight", config.consistency_loss_weight, f"0 {chance}")
 
 
 def search_config_for(config: TrainConfig, env: Env) -> SearchConfig:
@@ -174,11 +198,13 @@ def network_config_for(config: TrainConfig, env: Env) -> NetworkConfig:
 
 def make_network(
     config: NetworkConfig, env: Env, *, projection: bool = False
-) -> tuple[MuZeroNetwork, Callable[[Array], Params]]:
+) -> tuple[MuZeroNetwork | StochasticMuZeroNetwork, Callable[[Array], Params]]:
     """The network of ``config`` for ``env``'s observations and actions, and its ``init(key)``.
 
     The support sizes of ``config`` must be set (see :func:`network_config_for`); ``projection``
-    adds the projection network and head of the consistency loss."""
+    adds the projection network and head of the consistency loss. With
+    ``config.num_chance_outcomes`` it is a Stochastic MuZero MLP
+    (:func:`mz_jax.networks.stochastic_mlp_network`)."""
     kind = config.kind
     if kind == "auto":
         kind = "resnet" if len(env.observation_shape) == 3 else "mlp"
@@ -191,6 +217,24 @@ def make_network(
         value_prefix_horizon=config.value_prefix_horizon,
         lstm_size=config.lstm_size,
     )
+    if config.num_chance_outcomes is not None:
+        if kind != "mlp":
+            fail(
+                "network.kind",
+                config.kind,
+                f"'mlp' with network.num_chance_outcomes (a Stochastic MuZero network is an MLP; "
+                f"{env.name} observes shape {env.observation_shape}, which it flattens)",
+            )
+        return networks.stochastic_mlp_network(
+            observation_shape=common["observation_shape"],
+            num_actions=env.num_actions,
+            num_chance_outcomes=config.num_chance_outcomes,
+            hidden_sizes=config.hidden_sizes,
+            latent_size=config.latent_size,
+            value_support_size=config.value_support_size,
+            reward_support_size=config.reward_support_size,
+            observation_layer_norm=config.observation_layer_norm,
+        )
     if kind == "mlp":
         return networks.mlp_network(
             hidden_sizes=config.hidden_sizes,

@@ -52,6 +52,11 @@ class NetworkConfig:
     steps of an unroll or of a search path (EfficientZero §4.2; 5 in the paper)."""
     lstm_size: int = 64
     """Width of the value-prefix LSTM (with value_prefix_horizon)."""
+    num_chance_outcomes: int | None = None
+    """None: MuZero's deterministic model. C: Stochastic MuZero (Antonoglou et al., 2022) with C
+    chance outcomes: afterstates, a distribution over the outcomes after each move, and an encoder
+    of the observed outcome into one of C one-hot codes (:mod:`mz_jax.stochastic`). Needs
+    search.policy 'muzero' and no value prefix or consistency loss."""
 
     def __post_init__(self) -> None:
         validation.check_fields(
@@ -132,6 +137,9 @@ class TrainConfig:
     """Weight of EfficientZero's self-supervised consistency loss (2 in the paper): the projected
     unrolled hidden states are pulled towards the projected representations of the observations
     actually reached. 0: off (the MuZero loss)."""
+    commitment_loss_weight: float = 0.25
+    """Stochastic MuZero only (network.num_chance_outcomes): β of the chance encoder's commitment
+    term ``||sg(c) - c^e||^2`` (VQ-VAE's commitment cost, 0.25 in van den Oord et al., 2017)."""
     reanalyse_values: bool = True
     """Bootstrap the n-step value targets from the network's value of the stored observations,
     with the target parameters (fresh values, as MuZero Reanalyse and EfficientZero compute them),

@@ -175,7 +175,8 @@ def _learn(
             num_unroll_steps=config.num_unroll_steps,
             td_steps=config.td_steps,
             discount=config.discount,
-            next_observation=config.consistency_loss_weight > 0,
+            next_observation=config.consistency_loss_weight > 0
+            or config.network.num_chance_outcomes is not None,
         )
     )
 

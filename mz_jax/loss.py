@@ -234,6 +234,19 @@ def consistency_terms(
     return negative_cosine(online, target).reshape(num_steps, batch_size).T
 
 
+def check_weights(**weights: float) -> None:
+    """Raises ``ValueError`` for a loss weight that is not >= 0 (NaN included), naming it."""
+    for name, value in weights.items():
+        if not value >= 0:
+            raise ValueError(f"{name} must be >= 0; got {value}")
+
+
+def l2_penalty(params: Params, weight_decay: float) -> Array:
+    """``weight_decay * sum_theta ||theta||^2 / 2`` over every leaf of ``params``, in float32."""
+    l2 = sum(jnp.sum(jnp.square(p.astype(jnp.float32))) for p in jax.tree.leaves(params))
+    return weight_decay * 0.5 * l2
+
+
 def make_loss_fn(
     network: MuZeroNetwork,
     *,
@@ -279,13 +292,11 @@ def make_loss_fn(
     Returns:
       A pure function, jit-, grad- and vmap-able.
     """
-    for name, value in (
-        ("value_loss_weight", value_loss_weight),
-        ("weight_decay", weight_decay),
-        ("consistency_loss_weight", consistency_loss_weight),
-    ):
-        if not value >= 0:
-            raise ValueError(f"{name} must be >= 0; got {value}")
+    check_weights(
+        value_loss_weight=value_loss_weight,
+        weight_decay=weight_decay,
+        consistency_loss_weight=consistency_loss_weight,
+    )
 
     def loss_fn(params: Params, batch: Batch) -> tuple[Array, LossAux]:
         check_batch(batch)
@@ -316,8 +327,7 @@ def make_loss_fn(
             consistency=consistency,
             consistency_loss_weight=consistency_loss_weight,
         )
-        l2 = sum(jnp.sum(jnp.square(p.astype(jnp.float32))) for p in jax.tree.leaves(params))
-        weight_decay_loss = weight_decay * 0.5 * l2
+        weight_decay_loss = l2_penalty(params, weight_decay)
         total = loss + weight_decay_loss
         losses = {**aux.losses, "weight_decay": weight_decay_loss, "total": total}
         return total, aux._replace(losses=losses)

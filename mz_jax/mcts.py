@@ -8,6 +8,11 @@ Two policies over the same pair of network functions:
   completed-Q selection inside the tree; its policy target is ``softmax(logits + sigma(completed Q))``
   (Danihelka et al., 2022, "Policy improvement by planning with Gumbel").
 
+A :class:`~mz_jax.types.StochasticMuZeroNetwork` is searched with the muzero policy on mctx's
+``stochastic_muzero_policy``: below every move an afterstate, a chance node whose outcomes are
+expanded in proportion to the predicted σ (Antonoglou et al., 2022); the root's handling below is
+the same.
+
 Values and rewards come out of the network as categorical logits and are decoded with
 :func:`mz_jax.transforms.logits_to_scalar`. Values are from the perspective of the player to move and
 rewards from the perspective of the player who acted; in two-player alternating games mctx's discount
@@ -32,8 +37,8 @@ import jax.numpy as jnp
 import mctx
 
 from mz_jax import validation
-from mz_jax.search_model import make_recurrent_fn, make_root_fn
-from mz_jax.types import Array, MuZeroNetwork, Params
+from mz_jax.search_model import make_chance_fn, make_decision_fn, make_recurrent_fn, make_root_fn
+from mz_jax.types import Array, MuZeroNetwork, Params, StochasticMuZeroNetwork
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +124,7 @@ def search(
     observation: Any,
     legal_action_mask: Array,
     *,
-    network: MuZeroNetwork,
+    network: MuZeroNetwork | StochasticMuZeroNetwork,
     config: SearchConfig,
     temperature: float | Array = 1.0,
     greedy: bool = False,
@@ -132,7 +137,9 @@ def search(
       observation: ``[B, ...]`` root observations (or a pytree of them).
       legal_action_mask: ``[B, A]`` bool, True where an action is legal at the root. Legality is
         only known at the root; inside the tree the model's prior decides.
-      network: the MuZero network pair.
+      network: the MuZero network pair, or a Stochastic MuZero network: its search (muzero policy
+        only) has chance nodes below every move, whose outcomes are visited in proportion to the
+        predicted σ (mctx's ``stochastic_muzero_policy``, Antonoglou et al., 2022).
       config: search settings.
       temperature: muzero policy only: act by ``visits ** (1 / temperature)``; 0 acts by the most
         visited action (ties broken at random). May be a traced scalar (a schedule by training
@@ -168,6 +175,12 @@ def search(
     python_number = isinstance(temperature, int | float) and not isinstance(temperature, bool)
     if python_number and not (math.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature must be finite and >= 0; got {temperature!r}")
+    stochastic = isinstance(network, StochasticMuZeroNetwork)
+    if stochastic and config.policy != "muzero":
+        raise ValueError(
+            f"search.policy = {config.policy!r} is invalid for a StochasticMuZeroNetwork: allowed "
+            "'muzero' (mctx's Stochastic MuZero search is pUCT with chance nodes)"
+        )
     for name in ("discount", "two_player"):
         if getattr(config, name) is None:
             raise ValueError(
@@ -211,9 +224,10 @@ def search(
         prior_logits=logits, value=jnp.where(jnp.isfinite(root.value), root.value, 0.0)
     )
 
-    recurrent_fn = make_recurrent_fn(
-        network, discount=config.discount, two_player=config.two_player
-    )
+    if not stochastic:
+        recurrent_fn = make_recurrent_fn(
+            network, discount=config.discount, two_player=config.two_player
+        )
     invalid_actions = ~legal
     if config.policy == "muzero":
         if not greedy and config.dirichlet_fraction > 0:
@@ -234,12 +248,7 @@ def search(
                 min_value=config.value_bounds[0],
                 max_value=config.value_bounds[1],
             )
-        policy_output = mctx.muzero_policy(
-            params,
-            search_key,
-            root,
-            recurrent_fn,
-            config.num_simulations,
+        pucts = dict(
             invalid_actions=invalid_actions,
             max_depth=config.max_depth,
             qtransform=qtransform,
@@ -248,7 +257,22 @@ def search(
             pb_c_init=config.pb_c_init,
             pb_c_base=config.pb_c_base,
         )
-        visit_counts = policy_output.search_tree.summary().visit_counts
+        if stochastic:
+            policy_output = mctx.stochastic_muzero_policy(
+                params,
+                search_key,
+                root,
+                make_decision_fn(network),
+                make_chance_fn(network, discount=config.discount, two_player=config.two_player),
+                config.num_simulations,
+                **pucts,
+            )
+        else:
+            policy_output = mctx.muzero_policy(
+                params, search_key, root, recurrent_fn, config.num_simulations, **pucts
+            )
+        # A stochastic tree's children are A actions then C chance outcomes: the root's are actions.
+        visit_counts = policy_output.search_tree.summary().visit_counts[:, :num_actions]
         # mctx samples from log(max(visit_probs, tiny)) / temperature, which leaves unvisited and
         # illegal actions a probability that grows with the temperature; act only among visited
         # actions instead, so the action is legal by construction.

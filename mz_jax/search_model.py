@@ -7,7 +7,9 @@ per-ply discount (``-discount`` between alternating players). Values and rewards
 their categorical logits, and everything the tree stores is float32. A value-prefix network
 (EfficientZero §4.2) keeps its LSTM carry, its last prefix and the depth in the tree
 (:class:`ValuePrefixEmbedding`); rewards are prefix differences, and the carry is reset at the
-depths where the loss's unroll resets it. :func:`mz_jax.search` is built on these.
+depths where the loss's unroll resets it. For Stochastic MuZero, :func:`make_decision_fn` and
+:func:`make_chance_fn` are mctx's decision and chance functions (afterstates and chance outcomes).
+:func:`mz_jax.search` is built on these.
 """
 
 from __future__ import annotations
@@ -15,16 +17,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import mctx
 
 from mz_jax import validation
 from mz_jax.ops import reset_reward_carry
 from mz_jax.transforms import logits_to_scalar
-from mz_jax.types import Array, MuZeroNetwork, Params
+from mz_jax.types import Array, MuZeroNetwork, Params, StochasticMuZeroNetwork
 
 RootFn = Callable[[Params, Array, Any], mctx.RootFnOutput]
 RecurrentFn = Callable[[Params, Array, Array, Any], tuple[mctx.RecurrentFnOutput, Any]]
+DecisionFn = Callable[[Params, Array, Array, Any], tuple[mctx.DecisionRecurrentFnOutput, Any]]
+ChanceFn = Callable[[Params, Array, Array, Any], tuple[mctx.ChanceRecurrentFnOutput, Any]]
 
 
 class ValuePrefixEmbedding(NamedTuple):
@@ -43,7 +48,7 @@ class ValuePrefixEmbedding(NamedTuple):
     depth: Array
 
 
-def make_root_fn(network: MuZeroNetwork) -> RootFn:
+def make_root_fn(network: MuZeroNetwork | StochasticMuZeroNetwork) -> RootFn:
     """Returns ``root_fn(params, rng_key, observation[B, ...]) -> mctx.RootFnOutput``.
 
     The representation and prediction functions at the root (MuZero Appendix B); the value is decoded
@@ -55,7 +60,7 @@ def make_root_fn(network: MuZeroNetwork) -> RootFn:
         del rng_key  # The network is deterministic; the key is in the signature for symmetry.
         output, hidden = network.initial_inference(params, observation)
         value = logits_to_scalar(output.value_logits)
-        if network.value_prefix_horizon is not None:
+        if getattr(network, "value_prefix_horizon", None) is not None:
             zeros = jnp.zeros(value.shape, jnp.float32)
             hidden = ValuePrefixEmbedding(hidden, zeros, zeros.astype(jnp.int32))
         return mctx.RootFnOutput(
@@ -119,3 +124,60 @@ def make_recurrent_fn(network: MuZeroNetwork, *, discount: float, two_player: bo
         )
 
     return recurrent_fn
+
+
+def make_decision_fn(network: StochasticMuZeroNetwork) -> DecisionFn:
+    """Returns mctx's ``decision_recurrent_fn(params, rng_key, action[B], state)`` for Stochastic
+    MuZero: the afterstate dynamics and prediction, ``(σ logits, Q(as))`` and the afterstate.
+
+    The afterstate value is from the perspective of the player who acted; mctx's edge from a state
+    to its afterstate has no reward and discount 1, so the afterstate's value counts for that player.
+    """
+
+    def decision_fn(
+        params: Params, rng_key: Array, action: Array, state: Any
+    ) -> tuple[mctx.DecisionRecurrentFnOutput, Any]:
+        del rng_key  # The afterstate dynamics are deterministic.
+        output, afterstate = network.afterstate_inference(params, state, action)
+        return (
+            mctx.DecisionRecurrentFnOutput(
+                chance_logits=output.chance_logits.astype(jnp.float32),
+                afterstate_value=logits_to_scalar(output.value_logits),
+            ),
+            afterstate,
+        )
+
+    return decision_fn
+
+
+def make_chance_fn(
+    network: StochasticMuZeroNetwork, *, discount: float, two_player: bool
+) -> ChanceFn:
+    """Returns mctx's ``chance_recurrent_fn(params, rng_key, outcome[B], afterstate)`` for
+    Stochastic MuZero: the chance dynamics on the one-hot code of ``outcome`` and the prediction.
+
+    The reward is the whole transition's, from the perspective of the player who acted; between
+    alternating players the discount is ``-discount``, as in :func:`make_recurrent_fn`.
+    """
+    validation.check("discount", discount, kind="argument")
+    validation.check("two_player", two_player, kind="argument")
+    step_discount = -float(discount) if two_player else float(discount)
+
+    def chance_fn(
+        params: Params, rng_key: Array, outcome: Array, afterstate: Any
+    ) -> tuple[mctx.ChanceRecurrentFnOutput, Any]:
+        del rng_key
+        code = jax.nn.one_hot(outcome, network.num_chance_outcomes, dtype=jnp.float32)
+        output, state = network.recurrent_inference(params, afterstate, code)
+        value = logits_to_scalar(output.value_logits)
+        return (
+            mctx.ChanceRecurrentFnOutput(
+                action_logits=output.policy_logits.astype(jnp.float32),
+                value=value,
+                reward=logits_to_scalar(output.reward_logits),
+                discount=jnp.full_like(value, step_discount),
+            ),
+            state,
+        )
+
+    return chance_fn

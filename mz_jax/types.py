@@ -59,6 +59,52 @@ class MuZeroNetwork(NamedTuple):
     value_prefix_horizon: int | None = None
 
 
+class AfterstateOutput(NamedTuple):
+    """What the afterstate prediction function of Stochastic MuZero predicts for B afterstates.
+
+    Attributes:
+      value_logits: ``[B, Nv]`` logits of the afterstate value ``Q(as)`` over the value support, in
+        the transformed space of :func:`mz_jax.transforms.h`; from the perspective of the player who
+        acted (the afterstate is the position after the action, before chance moves).
+      chance_logits: ``[B, C]`` logits of ``σ``, the distribution over the C chance outcomes that
+        follow the afterstate.
+    """
+
+    value_logits: Array
+    chance_logits: Array
+
+
+class StochasticMuZeroNetwork(NamedTuple):
+    """The six functions of Stochastic MuZero (Antonoglou et al., 2022) as four pure functions.
+
+    A decision step ``s --a--> as`` is deterministic and has no reward; a chance step
+    ``as --c--> s'`` carries the environment's randomness and the reward. A chance outcome is a
+    one-hot code ``c`` of size C (float, ``[B, C]``): in training the encoder's code of the observed
+    transition, in the search one of the C outcomes, weighted by ``σ``.
+
+    Attributes:
+      initial_inference: ``(params, observation[B, ...]) -> (ModelOutput, state[B, ...])``; the
+        representation ``h`` followed by the prediction ``f`` (``reward_logits`` are not trained).
+      afterstate_inference: ``(params, state, action[B] int32) -> (AfterstateOutput,
+        afterstate[B, ...])``; the afterstate dynamics ``φ`` followed by the afterstate prediction
+        ``ψ``.
+      recurrent_inference: ``(params, afterstate, code[B, C] float) -> (ModelOutput, state)``; the
+        chance dynamics ``g`` (the next state and the reward of the whole transition
+        ``s --a, c--> s'``, in ``reward_logits``) followed by the prediction ``f``.
+      encode_chance: ``(params, observation[B, ...], next_observation[B, ...]) -> [B, C]``; the
+        encoder ``e``'s logits for the chance outcome of the transition between two consecutive
+        observations. The loss turns them into a one-hot code with the straight-through estimator
+        (:func:`mz_jax.stochastic.chance_code`); an encoder may ignore either argument.
+      num_chance_outcomes: C, the size of the codebook of one-hot codes.
+    """
+
+    initial_inference: Callable[[Params, Array], tuple[ModelOutput, Any]]
+    afterstate_inference: Callable[[Params, Any, Array], tuple[AfterstateOutput, Any]]
+    recurrent_inference: Callable[[Params, Any, Array], tuple[ModelOutput, Any]]
+    encode_chance: Callable[[Params, Array, Array], Array]
+    num_chance_outcomes: int
+
+
 class Batch(NamedTuple):
     """A batch of B training sequences for a K-step unroll (MuZero paper, Appendix G).
 

@@ -143,6 +143,7 @@ RULES: dict[str, Rule] = {
     "decoupled_weight_decay": boolean(),
     "value_loss_weight": number(0, 100),
     "consistency_loss_weight": number(0, 100),
+    "commitment_loss_weight": number(0, 100),
     "reanalyse_values": boolean(),
     "reanalyse_policy_fraction": _FRACTION,
     "off_policy_correction_steps": optional(_POSITIVE),
@@ -176,6 +177,7 @@ RULES: dict[str, Rule] = {
     "projection_size": _POSITIVE,
     "value_prefix_horizon": optional(_POSITIVE),
     "lstm_size": _POSITIVE,
+    "num_chance_outcomes": optional(_POSITIVE),
     # Search (SearchConfig).
     "policy": one_of("muzero", "gumbel"),
     "num_simulations": _POSITIVE,

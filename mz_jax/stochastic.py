@@ -1,0 +1,254 @@
+"""The Stochastic MuZero loss over a K-step unroll with chance outcomes (Antonoglou et al., 2022).
+
+MuZero's dynamics function is deterministic, so in a game with dice it learns the average of the
+positions a move can lead to and plans as if chance were its own choice. Stochastic MuZero splits
+each transition ``s --a, c--> s'`` in two: the afterstate dynamics ``φ(s, a) = as`` (the position
+after the move, before chance), whose prediction ``ψ(as) = (Q, σ)`` gives the afterstate value and
+the distribution σ over C chance outcomes, and the chance dynamics ``g(as, c) = (s', r)``. In
+training the outcome ``c`` of each stored transition is a one-hot code given by an encoder of the
+observations (a VQ-VAE with a fixed codebook of C one-hot vectors); in the search it is one of the C
+codes, weighted by σ (:mod:`mz_jax.stochastic_search`).
+
+The loss (the paper's Appendix, "Loss"): the MuZero terms of :func:`mz_jax.make_loss_fn` on the
+unrolled states, plus for each unrolled step k = 0..K-1
+
+* ``Q``: ``CE(Q_k, φ(z_k))``, the afterstate value against the value target of the state it follows
+  (``z_k`` is the n-step return after the action actually taken, so it estimates ``Q(s_k, a_k)``);
+* ``chance``: ``CE(σ_k, sg(c_{k+1}))``, σ against the encoder's code of the observed outcome;
+* ``commitment``: ``||sg(c_{k+1}) - c^e_{k+1}||^2``, which keeps the encoder's soft output near its
+  code.
+
+The hidden state entering each afterstate dynamics step has its gradient scaled by
+``hidden_grad_scale`` (1/2), and the terms of steps 1..K (the chance terms of step k count with step
+k+1, whose transition they describe) have their gradient scaled by ``1/K``, as in the deterministic
+loss. Nothing here changes :func:`mz_jax.make_loss_fn`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from mz_jax import transforms
+from mz_jax.batch_checks import check_batch
+from mz_jax.loss import (
+    LossAux,
+    LossFn,
+    check_weights,
+    cross_entropy,
+    l2_penalty,
+    loss_from_predictions,
+)
+from mz_jax.ops import scale_gradient
+from mz_jax.types import (
+    AfterstateOutput,
+    Array,
+    Batch,
+    ModelOutput,
+    Params,
+    StochasticMuZeroNetwork,
+)
+
+
+class ChanceCode(NamedTuple):
+    """The encoder's chance outcome as the loss uses it.
+
+    Attributes:
+      code: ``[..., C]`` float32, ``one_hot(argmax(logits))`` on the forward pass; its gradient is
+        passed unchanged to ``soft`` (the straight-through estimator: ``d code / d soft`` is the
+        identity).
+      soft: ``[..., C]`` float32, ``softmax(logits)``, the encoder's output ``c^e`` before
+        quantisation (the commitment term pulls it towards ``code``).
+    """
+
+    code: Array
+    soft: Array
+
+
+def chance_code(logits: Array) -> ChanceCode:
+    """Quantises encoder logits ``[..., C]`` to the nearest one-hot code, straight-through.
+
+    The codebook is the C one-hot vectors, so the nearest code to ``softmax(logits)`` is the one-hot
+    of its argmax (ties to the lowest index). ``code = soft + sg(one_hot - soft)`` equals the one-hot
+    exactly on the forward pass and has the identity's gradient with respect to ``soft``.
+    """
+    soft = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
+    one_hot = jax.nn.one_hot(jnp.argmax(soft, axis=-1), soft.shape[-1], dtype=jnp.float32)
+    return ChanceCode(code=soft + jax.lax.stop_gradient(one_hot - soft), soft=soft)
+
+
+class StochasticUnroll(NamedTuple):
+    """What :func:`unroll_stochastic_model` returns.
+
+    Attributes:
+      predictions: the state predictions of steps 0..K stacked as ``[B, K+1, ...]`` (a
+        :class:`~mz_jax.types.ModelOutput`; the reward of step k is that of the transition into it).
+      afterstates: the afterstate predictions of steps 0..K-1 as ``[B, K, ...]`` (the afterstate
+        of step k follows the action ``actions[:, k]``).
+      codes: the chance codes of the transitions into steps 1..K, ``[B, K, C]``.
+    """
+
+    predictions: ModelOutput
+    afterstates: AfterstateOutput
+    codes: ChanceCode
+
+
+def unroll_stochastic_model(
+    network: StochasticMuZeroNetwork,
+    params: Params,
+    observations: Array,
+    actions: Array,
+    *,
+    hidden_grad_scale: float = 0.5,
+) -> StochasticUnroll:
+    """Runs the model K steps along ``actions[B, K]`` with the observed chance outcomes.
+
+    ``observations`` is ``[B, K+1, ...]``: the observation of step 0 and those of steps 1..K. The
+    encoder codes every consecutive pair at once; then one ``jax.lax.scan`` runs, for k = 0..K-1,
+    ``as_k = φ(h_k, a_k)`` and ``s_{k+1} = g(as_k, c_{k+1})``, with ``h_0 = s_0`` and
+    ``h_k = scale_gradient(s_k, hidden_grad_scale)``.
+    """
+    batch_size, num_steps = actions.shape
+    flat = lambda x: x.reshape(batch_size * num_steps, *x.shape[2:])
+    logits = network.encode_chance(params, flat(observations[:, :-1]), flat(observations[:, 1:]))
+    codes = jax.tree.map(
+        lambda x: x.reshape(batch_size, num_steps, *x.shape[1:]), chance_code(logits)
+    )
+
+    def body(state, inputs):
+        action, code = inputs
+        afterstate_output, afterstate = network.afterstate_inference(params, state, action)
+        output, next_state = network.recurrent_inference(params, afterstate, code)
+        return scale_gradient(next_state, hidden_grad_scale), (afterstate_output, output)
+
+    output_0, state_0 = network.initial_inference(params, observations[:, 0])
+    _, (afterstates, outputs) = jax.lax.scan(
+        body, state_0, (actions.T, jnp.swapaxes(codes.code, 0, 1))
+    )
+    batch_major = lambda x: jnp.swapaxes(x, 0, 1)
+    predictions = jax.tree.map(
+        lambda first, rest: jnp.concatenate([first[:, None], batch_major(rest)], axis=1),
+        output_0,
+        outputs,
+    )
+    return StochasticUnroll(predictions, jax.tree.map(batch_major, afterstates), codes)
+
+
+def chance_terms(unrolled: StochasticUnroll, batch: Batch) -> dict[str, Array]:
+    """The ``[B, K]`` per-step Stochastic MuZero terms ``Q``, ``chance`` and ``commitment``.
+
+    Step k (k = 0..K-1) is the transition from step k to step k+1; its Q term is masked by
+    ``mask[:, k]`` (the action of a step in the data or after termination, whose target is 0), its
+    chance and commitment terms by ``observation_mask[:, k]`` (the observation of step k+1 is of the
+    same episode; ``mask[:, 1:]`` when the batch has none).
+    """
+    afterstates, codes = unrolled.afterstates, unrolled.codes
+    value_support = transforms.support_size_from_bins(afterstates.value_logits.shape[-1])
+    num_steps = batch.actions.shape[1]
+    q = cross_entropy(
+        afterstates.value_logits,
+        transforms.scalar_to_support(batch.target_value[:, :num_steps], value_support),
+    )
+    target_code = jax.lax.stop_gradient(codes.code)
+    chance = cross_entropy(afterstates.chance_logits, target_code)
+    commitment = jnp.sum(jnp.square(target_code - codes.soft), axis=-1)
+    return {"q": q, "chance": chance, "commitment": commitment}
+
+
+def make_stochastic_loss_fn(
+    network: StochasticMuZeroNetwork,
+    *,
+    value_loss_weight: float = 1.0,
+    commitment_loss_weight: float = 1.0,
+    weight_decay: float = 0.0,
+    hidden_grad_scale: float = 0.5,
+) -> LossFn:
+    """Builds the Stochastic MuZero loss ``loss_fn(params, batch) -> (loss, LossAux)``.
+
+    With the per-step MuZero terms ``l_k`` of :func:`mz_jax.make_loss_fn` on the unrolled states and,
+    for the transition into step k >= 1 (see :func:`chance_terms`),
+    ``t_k = mask_{k-1} value_loss_weight CE(Q_{k-1}, φ(z_{k-1}))
+    + observation_mask_{k-1} (CE(σ_{k-1}, sg(c_k)) + commitment_loss_weight ||sg(c_k) - c^e_k||^2)``,
+    the loss is ``mean_b(weight_b (l_b0 + sum_{k>=1} scale_gradient(l_bk + t_bk, 1/K)))
+    + weight_decay * sum ||theta||^2 / 2``. The afterstate value is weighted as the state value is.
+
+    The batch must carry ``next_observation`` (``[B, K, ...]``, the observations of steps 1..K), which
+    the encoder reads; ``observation_mask`` masks the chance terms where it is given.
+    ``aux.losses`` has the MuZero terms and ``q``, ``chance``, ``commitment`` (batch means of the
+    masked sums over steps, before the gradient scaling), ``weight_decay`` and ``total``.
+
+    Args:
+      network: a :class:`~mz_jax.types.StochasticMuZeroNetwork`.
+      value_loss_weight: weight of the state and afterstate value terms.
+      commitment_loss_weight: β of the commitment term (the paper's VQ-VAE commitment cost).
+      weight_decay: L2 coefficient on all parameters, in the loss.
+      hidden_grad_scale: gradient scale of the state entering each afterstate dynamics step.
+    """
+    if not isinstance(network, StochasticMuZeroNetwork):
+        raise ValueError(
+            f"network must be a StochasticMuZeroNetwork; got {type(network).__name__} (a "
+            "deterministic MuZeroNetwork trains with mz_jax.make_loss_fn)"
+        )
+    check_weights(
+        value_loss_weight=value_loss_weight,
+        commitment_loss_weight=commitment_loss_weight,
+        weight_decay=weight_decay,
+    )
+
+    def loss_fn(params: Params, batch: Batch) -> tuple[Array, LossAux]:
+        check_batch(batch)
+        if batch.next_observation is None:
+            raise ValueError(
+                "the Stochastic MuZero loss needs batch.next_observation [B, K, ...] (the "
+                "observations of steps 1..K, which the chance encoder reads; "
+                "mz_jax.make_targets(..., next_observation=True))"
+            )
+        observations = jax.tree.map(
+            lambda first, rest: jnp.concatenate([first[:, None], rest], axis=1),
+            batch.observation,
+            batch.next_observation,
+        )
+        unrolled = unroll_stochastic_model(
+            network, params, observations, batch.actions, hidden_grad_scale=hidden_grad_scale
+        )
+        muzero_loss, aux = loss_from_predictions(
+            unrolled.predictions, batch, value_loss_weight=value_loss_weight
+        )
+        terms = chance_terms(unrolled, batch)
+        mask = batch.mask[:, :-1].astype(jnp.float32)
+        observation_mask = (
+            batch.mask[:, 1:] if batch.observation_mask is None else batch.observation_mask
+        ).astype(jnp.float32)
+        weight = batch.weight.astype(jnp.float32)
+        step_loss = mask * value_loss_weight * terms["q"] + observation_mask * (
+            terms["chance"] + commitment_loss_weight * terms["commitment"]
+        )
+        num_steps = batch.actions.shape[1]
+        step_loss = scale_gradient(step_loss, 1.0 / num_steps)
+        chance_loss = jnp.mean(weight * jnp.sum(step_loss, axis=1))
+        weighted_mean = lambda m, x: jnp.mean(weight * jnp.sum(m * x, axis=1))
+        weight_decay_loss = l2_penalty(params, weight_decay)
+        total = muzero_loss + chance_loss + weight_decay_loss
+        losses = {
+            **aux.losses,
+            "q": weighted_mean(mask, terms["q"]),
+            "chance": weighted_mean(observation_mask, terms["chance"]),
+            "commitment": weighted_mean(observation_mask, terms["commitment"]),
+            "weight_decay": weight_decay_loss,
+            "total": total,
+        }
+        return total, aux._replace(losses=losses)
+
+    return loss_fn
+
+
+__all__ = [
+    "ChanceCode",
+    "StochasticUnroll",
+    "chance_code",
+    "chance_terms",
+    "make_stochastic_loss_fn",
+    "unroll_stochastic_model",
+]

@@ -1,0 +1,225 @@
+"""The Stochastic MuZero loss against an independent reference: a Python loop over examples and steps.
+
+The reference quantises the encoder's output by comparing it with its maximum, scales gradients with
+the pseudocode's formula, and encodes targets with textbook formulas; it shares no code with
+``mz_jax.stochastic`` or ``mz_jax.loss``.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mz_jax import Batch, ModelOutput
+from mz_jax.stochastic import chance_code, make_stochastic_loss_fn
+from mz_jax.types import AfterstateOutput, MuZeroNetwork, StochasticMuZeroNetwork
+
+OBS, ACTIONS, HIDDEN, CHANCE, VALUE_BINS, REWARD_BINS = 3, 4, 5, 3, 11, 7
+
+
+def tiny_network() -> StochasticMuZeroNetwork:
+    """A Stochastic MuZero network in plain jax.numpy: the loss needs no Flax."""
+
+    def predict(params, s):
+        return s @ params["value"], s @ params["policy"]
+
+    def initial_inference(params, observation):
+        s = jnp.tanh(observation @ params["repr"])
+        value, policy = predict(params, s)
+        return ModelOutput(value, jnp.zeros((*s.shape[:-1], REWARD_BINS)), policy), s
+
+    def afterstate_inference(params, state, action):
+        x = jnp.concatenate([state, jax.nn.one_hot(action, ACTIONS)], axis=-1)
+        afterstate = jnp.tanh(x @ params["phi"])
+        output = AfterstateOutput(afterstate @ params["q"], afterstate @ params["sigma"])
+        return output, afterstate
+
+    def recurrent_inference(params, afterstate, code):
+        s = jnp.tanh(jnp.concatenate([afterstate, code], axis=-1) @ params["g"])
+        value, policy = predict(params, s)
+        return ModelOutput(value, s @ params["reward"], policy), s
+
+    def encode_chance(params, observation, next_observation):
+        return jnp.concatenate([observation, next_observation], axis=-1) @ params["encoder"]
+
+    return StochasticMuZeroNetwork(
+        initial_inference, afterstate_inference, recurrent_inference, encode_chance, CHANCE
+    )
+
+
+def tiny_params(seed=0):
+    shapes = {
+        "repr": (OBS, HIDDEN),
+        "phi": (HIDDEN + ACTIONS, HIDDEN),
+        "q": (HIDDEN, VALUE_BINS),
+        "sigma": (HIDDEN, CHANCE),
+        "g": (HIDDEN + CHANCE, HIDDEN),
+        "value": (HIDDEN, VALUE_BINS),
+        "reward": (HIDDEN, REWARD_BINS),
+        "policy": (HIDDEN, ACTIONS),
+        "encoder": (2 * OBS, CHANCE),
+    }
+    keys = jax.random.split(jax.random.key(seed), len(shapes))
+    return {n: jax.random.normal(k, s) for k, (n, s) in zip(keys, shapes.items(), strict=True)}
+
+
+def random_batch(seed, batch_size, num_unroll_steps, observation_mask=False):
+    rng = np.random.default_rng(seed)
+    b, k = batch_size, num_unroll_steps
+    policy = rng.dirichlet(np.ones(ACTIONS), size=(b, k + 1)).astype(np.float32)
+    policy[:, -1] = 0.0
+    return Batch(
+        observation=jnp.asarray(rng.normal(size=(b, OBS)), jnp.float32),
+        actions=jnp.asarray(rng.integers(0, ACTIONS, size=(b, k)), jnp.int32),
+        target_value=jnp.asarray(rng.normal(scale=6.0, size=(b, k + 1)), jnp.float32),
+        target_reward=jnp.asarray(rng.normal(scale=2.0, size=(b, k + 1)), jnp.float32),
+        target_policy=jnp.asarray(policy),
+        mask=jnp.asarray(rng.random((b, k + 1)) < 0.8, jnp.float32),
+        weight=jnp.asarray(rng.uniform(0.2, 1.0, size=b), jnp.float32),
+        next_observation=jnp.asarray(rng.normal(size=(b, k, OBS)), jnp.float32),
+        observation_mask=(
+            jnp.asarray(rng.random((b, k)) < 0.7, jnp.float32) if observation_mask else None
+        ),
+    )
+
+
+# --- The reference --------------------------------------------------------------------------------
+
+
+def formula_scale_gradient(x, scale):
+    return x * scale + jax.lax.stop_gradient(x) * (1 - scale)
+
+
+def reference_phi(x, num_bins, eps=0.001):
+    support = (num_bins - 1) // 2
+    y = jnp.clip(jnp.sign(x) * (jnp.sqrt(jnp.abs(x) + 1) - 1) + eps * x, -support, support)
+    low = jnp.floor(y)
+    probs = jnp.zeros(num_bins).at[(low + support).astype(int)].add(1 - (y - low))
+    return probs.at[jnp.minimum(low + support + 1, num_bins - 1).astype(int)].add(y - low)
+
+
+def reference_ce(logits, probs):
+    return -jnp.sum(probs * (logits - jax.scipy.special.logsumexp(logits)))
+
+
+def reference_code(logits):
+    """The one-hot of the largest softmax probability, with the gradient passed to the softmax."""
+    soft = jnp.exp(logits - jax.scipy.special.logsumexp(logits))
+    hard = (soft == jnp.max(soft)).astype(jnp.float32)
+    return soft - jax.lax.stop_gradient(soft) + jax.lax.stop_gradient(hard), soft, hard
+
+
+def reference_loss(params, batch, value_weight=1.0, beta=1.0, hidden_scale=0.5):
+    net = tiny_network()
+    b_size, k_steps = batch.actions.shape
+    obs_mask = batch.mask[:, 1:] if batch.observation_mask is None else batch.observation_mask
+    total = 0.0
+    for b in range(b_size):
+        observations = [batch.observation[b]] + [
+            batch.next_observation[b, k] for k in range(k_steps)
+        ]
+        out, state = net.initial_inference(params, batch.observation[b : b + 1])
+        example = batch.mask[b, 0] * (
+            value_weight
+            * reference_ce(out.value_logits[0], reference_phi(batch.target_value[b, 0], VALUE_BINS))
+            + reference_ce(out.policy_logits[0], batch.target_policy[b, 0])
+        )
+        for k in range(1, k_steps + 1):
+            after_out, afterstate = net.afterstate_inference(
+                params, state, batch.actions[b : b + 1, k - 1]
+            )
+            logits = net.encode_chance(params, observations[k - 1][None], observations[k][None])[0]
+            code, soft, hard = reference_code(logits)
+            out, new_state = net.recurrent_inference(params, afterstate, code[None])
+            state = formula_scale_gradient(new_state, hidden_scale)
+            muzero = batch.mask[b, k] * (
+                value_weight
+                * reference_ce(
+                    out.value_logits[0], reference_phi(batch.target_value[b, k], VALUE_BINS)
+                )
+                + reference_ce(out.policy_logits[0], batch.target_policy[b, k])
+                + reference_ce(
+                    out.reward_logits[0], reference_phi(batch.target_reward[b, k], REWARD_BINS)
+                )
+            )
+            q = (
+                batch.mask[b, k - 1]
+                * value_weight
+                * reference_ce(
+                    after_out.value_logits[0],
+                    reference_phi(batch.target_value[b, k - 1], VALUE_BINS),
+                )
+            )
+            chance = reference_ce(after_out.chance_logits[0], hard)
+            commitment = jnp.sum((hard - soft) ** 2)
+            step = muzero + q + obs_mask[b, k - 1] * (chance + beta * commitment)
+            example += formula_scale_gradient(step, 1.0 / k_steps)
+        total += batch.weight[b] * example
+    return total / b_size
+
+
+@pytest.mark.parametrize(
+    "kwargs, observation_mask",
+    [({}, False), ({"value_weight": 0.25, "beta": 0.3, "hidden_scale": 0.3}, True)],
+)
+def test_loss_and_gradients_match_reference_loop(kwargs, observation_mask):
+    params = tiny_params()
+    batch = random_batch(0, batch_size=4, num_unroll_steps=3, observation_mask=observation_mask)
+    loss_fn = make_stochastic_loss_fn(
+        tiny_network(),
+        value_loss_weight=kwargs.get("value_weight", 1.0),
+        commitment_loss_weight=kwargs.get("beta", 1.0),
+        hidden_grad_scale=kwargs.get("hidden_scale", 0.5),
+    )
+    (loss, aux), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, batch)
+    ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, batch, **kwargs)
+    np.testing.assert_allclose(loss, ref_loss, rtol=1e-5)
+    for name in params:
+        np.testing.assert_allclose(grads[name], ref_grads[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    # Every part of the model is trained: the encoder through the straight-through code and the
+    # commitment term, sigma through the chance term, Q through its value term.
+    for name in ("encoder", "sigma", "q", "phi", "g"):
+        assert np.abs(np.asarray(grads[name])).sum() > 0, name
+    assert set(aux.losses) >= {"value", "reward", "policy", "q", "chance", "commitment", "total"}
+
+
+def test_chance_code_is_one_hot_with_the_identity_gradient():
+    logits = jnp.array([[0.3, 2.0, -1.0, 0.5], [4.0, 1.0, 1.0, -2.0]])
+    code = chance_code(logits)
+    np.testing.assert_array_equal(code.code, [[0, 1, 0, 0], [1, 0, 0, 0]])
+    np.testing.assert_allclose(code.code.sum(-1), 1.0)
+    soft = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(code.soft, soft, rtol=1e-6)
+    # d code / d soft is the identity: the Jacobian of the code with respect to the logits equals
+    # the softmax Jacobian diag(p) - p p^T, written out by hand.
+    for row in range(2):
+        jacobian = jax.jacobian(lambda x: chance_code(x[None]).code[0])(logits[row])
+        p = soft[row]
+        np.testing.assert_allclose(jacobian, np.diag(p) - np.outer(p, p), atol=1e-6)
+
+
+def test_chance_code_ties_go_to_the_lowest_index():
+    np.testing.assert_array_equal(chance_code(jnp.array([1.0, 3.0, 3.0])).code, [0, 1, 0])
+
+
+def test_refuses_a_deterministic_network_and_a_batch_without_next_observations():
+    deterministic = MuZeroNetwork(lambda p, o: None, lambda p, h, a: None)
+    with pytest.raises(ValueError, match="StochasticMuZeroNetwork"):
+        make_stochastic_loss_fn(deterministic)
+    with pytest.raises(ValueError, match="commitment_loss_weight must be >= 0"):
+        make_stochastic_loss_fn(tiny_network(), commitment_loss_weight=-1.0)
+    batch = random_batch(0, 2, 2)._replace(next_observation=None)
+    with pytest.raises(ValueError, match="next_observation"):
+        make_stochastic_loss_fn(tiny_network())(tiny_params(), batch)
+
+
+def test_masked_out_chance_steps_do_not_train_the_encoder():
+    """With every transition's observation masked out and no state after step 0 in the data, the
+    encoder gets no gradient: the codes then only feed masked terms."""
+    batch = random_batch(1, 3, 2, observation_mask=True)
+    batch = batch._replace(
+        mask=batch.mask.at[:, 1:].set(0.0), observation_mask=jnp.zeros_like(batch.observation_mask)
+    )
+    grads = jax.grad(lambda p: make_stochastic_loss_fn(tiny_network())(p, batch)[0])(tiny_params())
+    np.testing.assert_array_equal(grads["encoder"], 0.0)
+    assert np.abs(np.asarray(grads["q"])).sum() > 0  # Q of step 0 follows a real action
