@@ -28,7 +28,9 @@ _FIELDS = {
     "reward_mask": ("[B, K+1]", 2, _NUMBER),
     "next_observation": ("[B, K, ...]", None, _NUMBER),
     "observation_mask": ("[B, K]", 2, _NUMBER),
+    "target_same_player": ("[B, K]", 2, _NUMBER),
 }
+_OPTIONAL = ("reward_mask", "next_observation", "observation_mask", "target_same_player")
 # How each field's second axis gives K (its length minus this); the unroll length is the value
 # most fields agree on, so that the one field that disagrees is the one named.
 _K_OFFSET = {"actions": 0, "target_value": 1, "target_reward": 1, "target_policy": 1, "mask": 1}
@@ -56,7 +58,7 @@ def check_batch(batch: Batch, *, num_actions: int | None = None) -> None:
     """
     for name, (spec, rank, (kinds, dtypes)) in _FIELDS.items():
         field = getattr(batch, name)
-        if field is None and name in ("reward_mask", "next_observation", "observation_mask"):
+        if field is None and name in _OPTIONAL:
             continue
         if not hasattr(field, "shape") or not hasattr(field, "dtype"):
             raise ValueError(f"batch.{name} must be an array {spec}; got {type(field).__name__}")
@@ -86,6 +88,7 @@ def check_batch(batch: Batch, *, num_actions: int | None = None) -> None:
         "reward_mask": (f"[B, K+1] = ({b}, {k + 1})", (b, k + 1)),
         "next_observation": (f"[B, K, *observation] = {(b, k, *obs)}", (b, k, *obs)),
         "observation_mask": (f"[B, K] = ({b}, {k})", (b, k)),
+        "target_same_player": (f"[B, K] = ({b}, {k})", (b, k)),
     }
     for name in present:
         spec, shape = expected[name]

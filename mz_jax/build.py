@@ -162,7 +162,8 @@ def return_bound(env: Env, discount: float) -> float | None:
 
 def network_config_for(config: TrainConfig, env: Env) -> NetworkConfig:
     """``config.network`` with support sizes that represent the returns and rewards of ``env``:
-    derived where None (at least 10, today's MuZero default), checked where set."""
+    derived where None (at least 10, today's MuZero default), checked where set; and
+    ``predict_turn`` derived where None (True where ``env.repeats_player``)."""
     network = config.network
     horizon = network.value_prefix_horizon or 1
     reward_bound = None if env.reward_bound is None else env.reward_bound * horizon
@@ -193,7 +194,17 @@ def network_config_for(config: TrainConfig, env: Env) -> NetworkConfig:
                 f"represents at most {float(transforms.h_inv(size)):.4g}",
             )
         sizes[name] = size if size is not None else max(needed, 10)
-    return dataclasses.replace(network, **sizes)
+    predict_turn = network.predict_turn
+    if predict_turn is None:
+        predict_turn = env.repeats_player
+    elif predict_turn and env.num_players != 2:
+        fail(
+            "network.predict_turn",
+            predict_turn,
+            f"None or False for {env.name}, a single-player environment (turns are for two-player "
+            "games)",
+        )
+    return dataclasses.replace(network, **sizes, predict_turn=predict_turn)
 
 
 def make_network(
@@ -216,6 +227,7 @@ def make_network(
         projection_size=config.projection_size if projection else None,
         value_prefix_horizon=config.value_prefix_horizon,
         lstm_size=config.lstm_size,
+        predict_turn=bool(config.predict_turn),
     )
     if config.num_chance_outcomes is not None:
         if kind != "mlp":
@@ -234,6 +246,7 @@ def make_network(
             value_support_size=config.value_support_size,
             reward_support_size=config.reward_support_size,
             observation_layer_norm=config.observation_layer_norm,
+            predict_turn=common["predict_turn"],
         )
     if kind == "mlp":
         return networks.mlp_network(

@@ -52,6 +52,11 @@ class NetworkConfig:
     steps of an unroll or of a search path (EfficientZero §4.2; 5 in the paper)."""
     lstm_size: int = 64
     """Width of the value-prefix LSTM (with value_prefix_horizon)."""
+    predict_turn: bool | None = None
+    """The prediction function also predicts whether the player who moved moves again, and the
+    search reads who moves from it instead of alternating (two-player games only). None: True for
+    environments where a player can move twice in a row (pgx backgammon: ``Env.repeats_player``),
+    else False."""
     num_chance_outcomes: int | None = None
     """None: MuZero's deterministic model. C: Stochastic MuZero (Antonoglou et al., 2022) with C
     chance outcomes: afterstates, a distribution over the outcomes after each move, and an encoder
@@ -60,7 +65,9 @@ class NetworkConfig:
 
     def __post_init__(self) -> None:
         validation.check_fields(
-            self, prefix="network.", optional=("value_support_size", "reward_support_size")
+            self,
+            prefix="network.",
+            optional=("value_support_size", "reward_support_size", "predict_turn"),
         )
 
 

@@ -177,6 +177,7 @@ def _learn(
             discount=config.discount,
             next_observation=config.consistency_loss_weight > 0
             or config.network.num_chance_outcomes is not None,
+            same_player=bool(components.network_config.predict_turn),
         )
     )
 

@@ -20,7 +20,7 @@ import numpy as np
 from mz_jax import transforms
 from mz_jax.batch_checks import check_batch, check_num_actions
 from mz_jax.ops import reset_reward_carry, scale_gradient
-from mz_jax.types import Array, Batch, ModelOutput, MuZeroNetwork, Params
+from mz_jax.types import Array, Batch, ModelOutput, MuZeroNetwork, Params, StochasticMuZeroNetwork
 
 
 class LossAux(NamedTuple):
@@ -34,10 +34,13 @@ class LossAux(NamedTuple):
         * ``reward``: the same for the reward heads of steps 1..K (with ``reward_mask``); for a
           value-prefix network, the value-prefix heads against prefix targets;
         * ``policy``: the same for the policy heads;
+        * ``turn`` (only for a network that predicts turns, ``MuZeroNetwork.turn_logits``): the
+          same for the binary cross-entropy of steps 1..K against ``target_same_player`` (with
+          ``observation_mask``);
         * ``consistency`` (only with ``consistency_loss_weight > 0``): the same for
           ``-cos(head(proj(ŝ_k)), sg(proj(s_k)))`` over steps 1..K (with ``observation_mask``);
         * ``weight_decay``: ``weight_decay * sum_theta ||theta||^2 / 2``;
-        * ``total``: the loss, ``value_loss_weight * value + reward + policy
+        * ``total``: the loss, ``value_loss_weight * value + reward + policy (+ turn)
           + consistency_loss_weight * consistency + weight_decay``.
       priority: ``[B]``, ``|h^-1(value_0) - target_value_0|`` (the new replay priorities).
       clipped: the fraction of the trained (masked-in) ``value`` and ``reward`` targets that lie
@@ -57,6 +60,12 @@ def cross_entropy(logits: Array, target_probs: Array) -> Array:
     """``-sum_i p_i log softmax(logits)_i`` over the last axis, computed in float32."""
     log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
     return -jnp.sum(target_probs * log_probs, axis=-1)
+
+
+def binary_cross_entropy(logits: Array, targets: Array) -> Array:
+    """``-t log sigmoid(x) - (1 - t) log sigmoid(-x)``, elementwise, in float32."""
+    x = logits.astype(jnp.float32)
+    return targets * jax.nn.softplus(-x) + (1.0 - targets) * jax.nn.softplus(x)
 
 
 def negative_cosine(prediction: Array, target: Array) -> Array:
@@ -142,11 +151,13 @@ def loss_from_predictions(
     value_prefix_horizon: int | None = None,
     consistency: Array | None = None,
     consistency_loss_weight: float = 0.0,
+    turn: Array | None = None,
 ) -> tuple[Array, LossAux]:
     """The loss terms of :func:`make_loss_fn` (without weight decay) from ``[B, K+1, ...]`` predictions.
 
-    ``consistency`` is the ``[B, K]`` negative cosine of steps 1..K, or None. ``aux.losses`` has
-    ``total``, ``value``, ``reward``, ``policy`` (and ``consistency``)."""
+    ``consistency`` is the ``[B, K]`` negative cosine of steps 1..K, or None; ``turn`` the ``[B, K]``
+    turn cross-entropies of steps 1..K (:func:`turn_terms`), or None. ``aux.losses`` has
+    ``total``, ``value``, ``reward``, ``policy`` (and ``consistency``, ``turn``)."""
     check_num_actions(predictions.policy_logits, batch.target_policy)
     num_unroll_steps = batch.actions.shape[1]
     value_support = transforms.support_size_from_bins(predictions.value_logits.shape[-1])
@@ -176,6 +187,12 @@ def loss_from_predictions(
         "reward": _weighted_mean(weight, reward_mask, reward_ce),
         "policy": _weighted_mean(weight, mask, policy_ce),
     }
+    if turn is not None:
+        turn_mask = (
+            mask[:, 1:] if batch.observation_mask is None else batch.observation_mask
+        ).astype(jnp.float32)
+        step_loss = step_loss + jnp.pad(turn_mask * turn, ((0, 0), (1, 0)))
+        losses["turn"] = _weighted_mean(weight, turn_mask, turn)
     if consistency is not None:
         observation_mask = (
             mask[:, 1:] if batch.observation_mask is None else batch.observation_mask
@@ -204,6 +221,22 @@ def loss_from_predictions(
         },
     )
     return loss, aux
+
+
+def turn_terms(
+    network: MuZeroNetwork | StochasticMuZeroNetwork, params: Params, states: Any, batch: Batch
+) -> Array:
+    """``[B, K]`` binary cross-entropies of ``network.turn_logits`` of the unrolled states
+    ``s_1..s_K`` (stacked ``[K, B, ...]``) against ``batch.target_same_player``."""
+    if batch.target_same_player is None:
+        raise ValueError(
+            "a network that predicts turns (turn_logits) needs batch.target_same_player [B, K] "
+            "(mz_jax.make_targets(..., same_player=True))"
+        )
+    num_steps, batch_size = batch.actions.shape[1], batch.actions.shape[0]
+    flat = jax.tree.map(lambda x: x.reshape(num_steps * batch_size, *x.shape[2:]), states)
+    logits = network.turn_logits(params, flat).reshape(num_steps, batch_size).T
+    return binary_cross_entropy(logits, batch.target_same_player.astype(jnp.float32))
 
 
 def consistency_terms(
@@ -276,6 +309,9 @@ def make_loss_fn(
     * a value-prefix network (``network.value_prefix_horizon`` H) has its reward heads trained on
       value prefixes ``sum of u_i`` since the last reset (every H steps; see
       :func:`value_prefix_matrix`) instead of per-step rewards, and its LSTM carry reset in the unroll.
+    * a network that predicts turns (``network.turn_logits``) adds to ``l_k``, k >= 1, the binary
+      cross-entropy of its turn logit of ``s_k`` against ``target_same_player`` (with
+      ``observation_mask``); the batch must carry ``target_same_player`` (:func:`turn_terms`).
 
     Args:
       network: the representation/dynamics/prediction functions.
@@ -319,6 +355,9 @@ def make_loss_fn(
             consistency = consistency_terms(
                 network, params, unrolled.hidden, batch.next_observation
             )
+        turn = None
+        if network.turn_logits is not None:
+            turn = turn_terms(network, params, unrolled.hidden, batch)
         loss, aux = loss_from_predictions(
             unrolled.predictions,
             batch,
@@ -326,6 +365,7 @@ def make_loss_fn(
             value_prefix_horizon=network.value_prefix_horizon,
             consistency=consistency,
             consistency_loss_weight=consistency_loss_weight,
+            turn=turn,
         )
         weight_decay_loss = l2_penalty(params, weight_decay)
         total = loss + weight_decay_loss

@@ -3,7 +3,7 @@ it steps.
 
 :func:`make_root_fn` runs the representation and prediction functions at the root;
 :func:`make_recurrent_fn` the dynamics and prediction functions at every expansion, with mctx's
-per-ply discount (``-discount`` between alternating players). Values and rewards are decoded from
+per-ply discount (``-discount`` where the other player moves next). Values and rewards are decoded from
 their categorical logits, and everything the tree stores is float32. A value-prefix network
 (EfficientZero §4.2) keeps its LSTM carry, its last prefix and the depth in the tree
 (:class:`ValuePrefixEmbedding`); rewards are prefix differences, and the carry is reset at the
@@ -48,6 +48,28 @@ class ValuePrefixEmbedding(NamedTuple):
     depth: Array
 
 
+def ply_discount(
+    network: MuZeroNetwork | StochasticMuZeroNetwork,
+    params: Params,
+    state: Any,
+    value: Array,
+    *,
+    discount: float,
+    two_player: bool,
+) -> Array:
+    """mctx's ``[B]`` discount into a new ``state``: ``discount`` where the player to move there is
+    the one who moved (always in a single-player game), ``-discount`` where the other player is
+    (the child's value counts negatively for the parent). In a two-player game the players
+    alternate, unless the network predicts turns: then the same player moves again where its
+    ``turn_logits`` of ``state`` are > 0."""
+    if not two_player:
+        return jnp.full(value.shape, float(discount), jnp.float32)
+    if network.turn_logits is None:
+        return jnp.full(value.shape, -float(discount), jnp.float32)
+    same = network.turn_logits(params, state) > 0
+    return jnp.where(same, float(discount), -float(discount)).astype(jnp.float32)
+
+
 def make_root_fn(network: MuZeroNetwork | StochasticMuZeroNetwork) -> RootFn:
     """Returns ``root_fn(params, rng_key, observation[B, ...]) -> mctx.RootFnOutput``.
 
@@ -79,8 +101,9 @@ def make_recurrent_fn(network: MuZeroNetwork, *, discount: float, two_player: bo
     the transition into the new state, from the perspective of the player who acted; the value is
     from the perspective of the player to move in the new state. For a value-prefix network the
     reward is the difference of consecutive predicted value prefixes, and the LSTM carry is reset
-    at the depths where the loss's unroll resets it (multiples of the horizon). Between alternating players the
-    discount is ``-discount``: the child's value counts negatively for the parent.
+    at the depths where the loss's unroll resets it (multiples of the horizon). Where the other
+    player moves next the discount is ``-discount``: the child's value counts negatively for the
+    parent (:func:`ply_discount`; who moves next is predicted where the network predicts turns).
 
     Args:
       network: the MuZero network pair.
@@ -89,8 +112,6 @@ def make_recurrent_fn(network: MuZeroNetwork, *, discount: float, two_player: bo
     """
     validation.check("discount", discount, kind="argument")
     validation.check("two_player", two_player, kind="argument")
-    step_discount = -float(discount) if two_player else float(discount)
-
     horizon = network.value_prefix_horizon
 
     def recurrent_fn(
@@ -99,6 +120,7 @@ def make_recurrent_fn(network: MuZeroNetwork, *, discount: float, two_player: bo
         del rng_key  # A deterministic model.
         hidden = embedding.hidden if horizon is not None else embedding
         output, next_hidden = network.recurrent_inference(params, hidden, action)
+        turn_state = next_hidden  # before the value-prefix wrapping below
         value = logits_to_scalar(output.value_logits)
         reward = logits_to_scalar(output.reward_logits)
         if horizon is not None:
@@ -116,7 +138,9 @@ def make_recurrent_fn(network: MuZeroNetwork, *, discount: float, two_player: bo
         return (
             mctx.RecurrentFnOutput(
                 reward=reward,
-                discount=jnp.full_like(value, step_discount),
+                discount=ply_discount(
+                    network, params, turn_state, value, discount=discount, two_player=two_player
+                ),
                 prior_logits=output.policy_logits.astype(jnp.float32),
                 value=value,
             ),
@@ -156,12 +180,13 @@ def make_chance_fn(
     """Returns mctx's ``chance_recurrent_fn(params, rng_key, outcome[B], afterstate)`` for
     Stochastic MuZero: the chance dynamics on the one-hot code of ``outcome`` and the prediction.
 
-    The reward is the whole transition's, from the perspective of the player who acted; between
-    alternating players the discount is ``-discount``, as in :func:`make_recurrent_fn`.
+    The reward is the whole transition's, from the perspective of the player who acted; the
+    discount is signed by :func:`ply_discount`, as in :func:`make_recurrent_fn`: who moves after
+    the chance event (backgammon: the same player while dice are left) is the network's turn
+    prediction, or the other player in an alternating game.
     """
     validation.check("discount", discount, kind="argument")
     validation.check("two_player", two_player, kind="argument")
-    step_discount = -float(discount) if two_player else float(discount)
 
     def chance_fn(
         params: Params, rng_key: Array, outcome: Array, afterstate: Any
@@ -175,7 +200,9 @@ def make_chance_fn(
                 action_logits=output.policy_logits.astype(jnp.float32),
                 value=value,
                 reward=logits_to_scalar(output.reward_logits),
-                discount=jnp.full_like(value, step_discount),
+                discount=ply_discount(
+                    network, params, state, value, discount=discount, two_player=two_player
+                ),
             ),
             state,
         )

@@ -40,6 +40,7 @@ from mz_jax.loss import (
     cross_entropy,
     l2_penalty,
     loss_from_predictions,
+    turn_terms,
 )
 from mz_jax.ops import scale_gradient
 from mz_jax.types import (
@@ -88,11 +89,13 @@ class StochasticUnroll(NamedTuple):
       afterstates: the afterstate predictions of steps 0..K-1 as ``[B, K, ...]`` (the afterstate
         of step k follows the action ``actions[:, k]``).
       codes: the chance codes of the transitions into steps 1..K, ``[B, K, C]``.
+      states: the states ``s_1..s_K`` the chance dynamics produced, ``[K, B, ...]``.
     """
 
     predictions: ModelOutput
     afterstates: AfterstateOutput
     codes: ChanceCode
+    states: Array
 
 
 def unroll_stochastic_model(
@@ -121,10 +124,14 @@ def unroll_stochastic_model(
         action, code = inputs
         afterstate_output, afterstate = network.afterstate_inference(params, state, action)
         output, next_state = network.recurrent_inference(params, afterstate, code)
-        return scale_gradient(next_state, hidden_grad_scale), (afterstate_output, output)
+        return scale_gradient(next_state, hidden_grad_scale), (
+            afterstate_output,
+            output,
+            next_state,
+        )
 
     output_0, state_0 = network.initial_inference(params, observations[:, 0])
-    _, (afterstates, outputs) = jax.lax.scan(
+    _, (afterstates, outputs, states) = jax.lax.scan(
         body, state_0, (actions.T, jnp.swapaxes(codes.code, 0, 1))
     )
     batch_major = lambda x: jnp.swapaxes(x, 0, 1)
@@ -133,7 +140,7 @@ def unroll_stochastic_model(
         output_0,
         outputs,
     )
-    return StochasticUnroll(predictions, jax.tree.map(batch_major, afterstates), codes)
+    return StochasticUnroll(predictions, jax.tree.map(batch_major, afterstates), codes, states)
 
 
 def chance_terms(unrolled: StochasticUnroll, batch: Batch) -> dict[str, Array]:
@@ -175,7 +182,8 @@ def make_stochastic_loss_fn(
     + weight_decay * sum ||theta||^2 / 2``. The afterstate value is weighted as the state value is.
 
     The batch must carry ``next_observation`` (``[B, K, ...]``, the observations of steps 1..K), which
-    the encoder reads; ``observation_mask`` masks the chance terms where it is given.
+    the encoder reads; ``observation_mask`` masks the chance terms where it is given. A network with
+    ``turn_logits`` also has the ``turn`` term of :func:`mz_jax.make_loss_fn` on ``s_1..s_K``.
     ``aux.losses`` has the MuZero terms and ``q``, ``chance``, ``commitment`` (batch means of the
     masked sums over steps, before the gradient scaling), ``weight_decay`` and ``total``.
 
@@ -213,8 +221,11 @@ def make_stochastic_loss_fn(
         unrolled = unroll_stochastic_model(
             network, params, observations, batch.actions, hidden_grad_scale=hidden_grad_scale
         )
+        turn = None
+        if network.turn_logits is not None:
+            turn = turn_terms(network, params, unrolled.states, batch)
         muzero_loss, aux = loss_from_predictions(
-            unrolled.predictions, batch, value_loss_weight=value_loss_weight
+            unrolled.predictions, batch, value_loss_weight=value_loss_weight, turn=turn
         )
         terms = chance_terms(unrolled, batch)
         mask = batch.mask[:, :-1].astype(jnp.float32)

@@ -73,6 +73,7 @@ def make_targets(
     discount: float,
     td_steps_used: Array | None = None,
     next_observation: bool = False,
+    same_player: bool = False,
 ) -> Batch:
     """The MuZero training targets of one sampled window (MuZero paper, Appendix G, ``make_target``).
 
@@ -89,13 +90,16 @@ def make_targets(
         ``[1, td_steps]`` (off-policy correction: older data bootstraps sooner).
       next_observation: also return the observations of steps 1..K (``Batch.next_observation``),
         the targets of the consistency loss.
+      same_player: also return ``Batch.target_same_player``, 1 where the player to move at step k
+        (k = 1..K) is the one who moved at step k-1: the targets of a network's turn predictions.
 
     Returns:
       A :class:`mz_jax.Batch` for one example, no batch axis: ``observation`` ``[*obs_shape]`` (row 0),
       ``actions`` ``[K]`` int32, ``target_value`` ``[K+1]``, ``target_reward`` ``[K+1]``,
       ``target_policy`` ``[K+1, A]``, ``mask`` ``[K+1]``, ``reward_mask`` ``[K+1]``,
       ``observation_mask`` ``[K]`` (all float32), ``weight`` ``[]`` = 1 (the replay overwrites it
-      with importance-sampling weights) and, if asked for, ``next_observation`` ``[K, *obs_shape]``. Values and rewards are from the
+      with importance-sampling weights) and, if asked for, ``next_observation`` ``[K, *obs_shape]``
+      and ``target_same_player`` ``[K]``. Values and rewards are from the
       perspective of the player to move at each step (rewards: of the player who took the action).
 
     Raises:
@@ -199,4 +203,9 @@ def make_targets(
         reward_mask=reward_mask,
         next_observation=window.observation[1:num_steps] if next_observation else None,
         observation_mask=in_episode[1:num_steps].astype(jnp.float32),
+        target_same_player=(
+            (player[1:num_steps] == player[: num_steps - 1]).astype(jnp.float32)
+            if same_player
+            else None
+        ),
     )

@@ -50,6 +50,11 @@ class MuZeroNetwork(NamedTuple):
         ``reward_carry``), ``reward_logits`` of ``recurrent_inference`` predict the sum of rewards
         since the last reset, and the caller (the loss, the search) resets ``reward_carry`` to
         zeros after every H-th step of an unroll or of a path from the root.
+      turn_logits: optional, ``(params, hidden) -> [B]``: for two-player games where the player who
+        moved can move again (backgammon), the logit that the player to move in ``hidden`` (a state
+        the dynamics reached) is the one who made the move that led there. The search then flips
+        the value's sign between plies only where it is <= 0, and the loss trains it against
+        ``Batch.target_same_player``. None: the players alternate at every move.
     """
 
     initial_inference: Callable[[Params, Array], tuple[ModelOutput, Any]]
@@ -57,6 +62,7 @@ class MuZeroNetwork(NamedTuple):
     project: Callable[[Params, Any], Array] | None = None
     predict_projection: Callable[[Params, Array], Array] | None = None
     value_prefix_horizon: int | None = None
+    turn_logits: Callable[[Params, Any], Array] | None = None
 
 
 class AfterstateOutput(NamedTuple):
@@ -96,6 +102,8 @@ class StochasticMuZeroNetwork(NamedTuple):
         observations. The loss turns them into a one-hot code with the straight-through estimator
         (:func:`mz_jax.stochastic.chance_code`); an encoder may ignore either argument.
       num_chance_outcomes: C, the size of the codebook of one-hot codes.
+      turn_logits: optional, ``(params, state) -> [B]``, as in :class:`MuZeroNetwork`: whether the
+        player who moved moves again after the chance event (backgammon: while dice are left).
     """
 
     initial_inference: Callable[[Params, Array], tuple[ModelOutput, Any]]
@@ -103,6 +111,7 @@ class StochasticMuZeroNetwork(NamedTuple):
     recurrent_inference: Callable[[Params, Any, Array], tuple[ModelOutput, Any]]
     encode_chance: Callable[[Params, Array, Array], Array]
     num_chance_outcomes: int
+    turn_logits: Callable[[Params, Any], Array] | None = None
 
 
 class Batch(NamedTuple):
@@ -126,6 +135,9 @@ class Batch(NamedTuple):
         targets of the consistency loss. Needed only for ``consistency_loss_weight > 0``.
       observation_mask: optional ``[B, K]``, 1 where ``next_observation[:, k-1]`` belongs to the
         episode of step 0 (the consistency loss's mask). None: ``mask[:, 1:]``.
+      target_same_player: optional ``[B, K]``, 1 where the player to move at step k (k = 1..K) is
+        the player who moved at step k-1, else 0: the targets of ``ModelOutput.turn_logits``
+        (masked by ``observation_mask``). Needed only for a network that predicts turns.
     """
 
     observation: Array
@@ -138,6 +150,7 @@ class Batch(NamedTuple):
     reward_mask: Array | None = None
     next_observation: Array | None = None
     observation_mask: Array | None = None
+    target_same_player: Array | None = None
 
 
 class Trajectory(NamedTuple):

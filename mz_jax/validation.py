@@ -178,6 +178,7 @@ RULES: dict[str, Rule] = {
     "value_prefix_horizon": optional(_POSITIVE),
     "lstm_size": _POSITIVE,
     "num_chance_outcomes": optional(_POSITIVE),
+    "predict_turn": boolean(),
     # Search (SearchConfig).
     "policy": one_of("muzero", "gumbel"),
     "num_simulations": _POSITIVE,

@@ -27,7 +27,8 @@ Backend notes:
     move. In two-player games ``current_player`` is a player *id*, 0 or 1, drawn at random at reset
     (it is not the colour: either id may move first); ids then alternate, except in backgammon, where
     a turn is several actions (one per die) by the same player: never assume alternation, read
-    ``player``. Rewards are the actor's own reward (``state.rewards[actor]``), so a winning move
+    ``player`` (such games have ``Env.repeats_player``, and training has the network predict who
+    moves next: ``network.predict_turn``). Rewards are the actor's own reward (``state.rewards[actor]``), so a winning move
     earns +1 and a losing one -1. An illegal action ends the game at once with -1 for the actor
     (pgx's rule): mask actions before stepping.
     No pgx 2.6 game sets ``truncated`` itself: chess, shogi and go end at a move limit by

@@ -74,6 +74,10 @@ class Env:
         reward supports (``reward_bound / (1 - discount)`` bounds a return).
       return_bound: the largest |return| of one episode where it is smaller than the reward bound
         summed over the episode (games scored once, at the end), or None. Keyword-only.
+      repeats_player: a two-player game where the player who moved may move again (backgammon: one
+        move per die), so that who moves next must be read from ``player``, not assumed to
+        alternate; training then has the network predict it (``network.predict_turn``).
+        Keyword-only, default False.
       reset: ``reset(key) -> (EnvState, TimeStep)``, the start of an episode.
       step: ``step(key, state, action) -> (EnvState, TimeStep)`` with ``action`` an int32 scalar; when
         the transition ends the episode, the returned state and observation already belong to a
@@ -87,6 +91,7 @@ class Env:
     max_episode_steps: int | None
     reward_bound: float | None = dataclasses.field(default=None, kw_only=True)
     return_bound: float | None = dataclasses.field(default=None, kw_only=True)
+    repeats_player: bool = dataclasses.field(default=False, kw_only=True)
     reset: Callable[[Array], tuple[EnvState, TimeStep]] = dataclasses.field(repr=False)
     step: Callable[[Array, EnvState, Array], tuple[EnvState, TimeStep]] = dataclasses.field(
         repr=False

@@ -52,6 +52,11 @@ REWARD_BOUNDS: dict[str, float | None] = {
 no useful bound). Games not listed (newer pgx) get None."""
 
 
+REPEATS_PLAYER = frozenset({"backgammon"})
+"""The two-player pgx games where the player who moved can move again (a backgammon turn is one
+action per die); in the others the players alternate."""
+
+
 def pgx_ids() -> tuple[str, ...]:
     """Every game pgx offers, whatever its number of players."""
     import pgx
@@ -141,6 +146,7 @@ def make_pgx(env_id: str, max_episode_steps: int | None) -> Env:
         reward_bound=REWARD_BOUNDS.get(env_id),
         # pgx's two-player games are scored once, at the end.
         return_bound=REWARD_BOUNDS.get(env_id) if env.num_players == 2 else None,
+        repeats_player=env_id in REPEATS_PLAYER,
         reset=reset,
         step=step,
     )

@@ -44,6 +44,7 @@ class _MlpStochasticMuZero(nnx.Module):
         value_bins: int,
         reward_bins: int,
         observation_layer_norm: bool,
+        predict_turn: bool,
         rngs: nnx.Rngs,
     ):
         last = hidden_sizes[-1]
@@ -66,6 +67,11 @@ class _MlpStochasticMuZero(nnx.Module):
         self.reward_head = dense(last, reward_bins, kernel_init=ZEROS)
         self.encoder = torso(2 * observation_size, first_norm=observation_layer_norm)
         self.encoder_out = dense(last, num_chance_outcomes)
+        self.turn_head = (
+            nnx.Sequential(torso(latent_size), dense(last, 1, kernel_init=ZEROS))
+            if predict_turn
+            else None
+        )
         self.num_actions = num_actions
         self.reward_bins = reward_bins
 
@@ -91,6 +97,9 @@ class _MlpStochasticMuZero(nnx.Module):
         state = normalize_hidden(self.chance_out(x))
         return self._predict(state, self.reward_head(x)), state
 
+    def turn_logits(self, state: Array) -> Array:
+        return self.turn_head(state)[:, 0]
+
     def encode_chance(self, observation: Array, next_observation: Array) -> Array:
         flat = lambda o: o.reshape(o.shape[0], -1).astype(jnp.float32)
         x = jnp.concatenate([flat(observation), flat(next_observation)], axis=-1)
@@ -107,12 +116,14 @@ def stochastic_mlp_network(
     value_support_size: int = 10,
     reward_support_size: int = 10,
     observation_layer_norm: bool = True,
+    predict_turn: bool = False,
 ) -> tuple[StochasticMuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """A Stochastic MuZero network of MLPs (see the module docstring): ``(network, init)``.
 
     ``init(key) -> params`` draws every parameter in one compiled program. The arguments are those
-    of :func:`mz_jax.networks.mlp_network` (float32 only) and ``num_chance_outcomes`` C >= 1, the
-    size of the codebook.
+    of :func:`mz_jax.networks.mlp_network` (float32 only; ``predict_turn`` for backgammon-like games,
+    where the chance event decides who moves next) and ``num_chance_outcomes`` C >= 1, the size of
+    the codebook.
 
     Raises:
       ValueError: for an invalid argument, naming it, its value and what is allowed.
@@ -128,6 +139,7 @@ def stochastic_mlp_network(
         ("value_support_size", value_support_size),
         ("reward_support_size", reward_support_size),
         ("observation_layer_norm", observation_layer_norm),
+        ("predict_turn", predict_turn),
     ):
         validation.check(name, value, kind="argument")
 
@@ -141,6 +153,7 @@ def stochastic_mlp_network(
             value_bins=2 * value_support_size + 1,
             reward_bins=2 * reward_support_size + 1,
             observation_layer_norm=observation_layer_norm,
+            predict_turn=predict_turn,
             rngs=rngs,
         )
 
@@ -179,12 +192,17 @@ def stochastic_mlp_network(
         check_batch("next_observation", next_observation, observation.shape[0])
         return model(params).encode_chance(observation, next_observation)
 
+    def turn_logits(params: Params, state: Array) -> Array:
+        check_array_shape("state", state, (latent_size,))
+        return model(params).turn_logits(state)
+
     network = StochasticMuZeroNetwork(
         initial_inference,
         afterstate_inference,
         recurrent_inference,
         encode_chance,
         num_chance_outcomes,
+        turn_logits=turn_logits if predict_turn else None,
     )
     return network, lambda key: draw(check_key(key))
 

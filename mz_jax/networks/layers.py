@@ -207,12 +207,14 @@ class EfficientZeroParts:
     :meth:`add_efficientzero_parts` creates them (call it after every other submodule, so that the
     others draw the same random numbers with and without them): the projection network and its
     prediction head of the consistency loss (§4.1), and the value-prefix head (§4.2), whose
-    presence makes the hidden state a pair ``(state, reward_carry)``.
+    presence makes the hidden state a pair ``(state, reward_carry)``. :meth:`add_turn_head`, called
+    after it, adds the optional turn prediction of games where a player can move twice in a row.
     """
 
     projection: ProjectionMlp | None
     projection_head: ProjectionMlp | None
     value_prefix_head: ValuePrefixHead | None
+    turn_head: nnx.Module | None
 
     def add_efficientzero_parts(
         self,
@@ -247,6 +249,16 @@ class EfficientZeroParts:
             if value_prefix is None
             else ValuePrefixHead(features_size, value_prefix, reward_bins, dtype=dtype, rngs=rngs)
         )
+
+    def add_turn_head(self, head: nnx.Module | None) -> None:
+        """Call after :meth:`add_efficientzero_parts`: ``head`` (None: no turn prediction) maps a
+        state to one logit, that the player who moved moves again
+        (:attr:`mz_jax.types.MuZeroNetwork.turn_logits`)."""
+        self.turn_head = head
+
+    def turn_logits(self, hidden: Any) -> Array:
+        """``[B]`` float32 turn logits of a hidden state."""
+        return self.turn_head(self.state_of(hidden))[:, 0].astype(jnp.float32)
 
     def state_of(self, hidden: Any) -> Array:
         """The state part of a hidden state (all of it, but for a value-prefix network)."""

@@ -42,6 +42,7 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
         projection_size: int | None,
         value_prefix: int | None,
         observation_layer_norm: bool,
+        predict_turn: bool,
         dtype,
         rngs: nnx.Rngs,
     ):
@@ -78,6 +79,14 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
             dtype=dtype,
             rngs=rngs,
         )
+        turn_head = None
+        if predict_turn:
+            width = hidden_sizes[0]
+            turn_head = nnx.Sequential(
+                DenseTorso(latent_size, (width,), dtype=dtype, rngs=rngs),
+                dense(width, 1, kernel_init=ZEROS),
+            )
+        self.add_turn_head(turn_head)
 
     def _predict(self, hidden: Array, reward_logits: Array) -> ModelOutput:
         x = self.prediction(hidden)
@@ -120,6 +129,7 @@ def make_mlp_network(
     value_prefix_horizon: int | None = None,
     lstm_size: int = 64,
     observation_layer_norm: bool = True,
+    predict_turn: bool = False,
 ) -> tuple[MuZeroNetwork, Params]:
     """A MuZero network of MLPs for vector observations (MuZero Appendix F, with dense layers).
 
@@ -169,6 +179,11 @@ def make_mlp_network(
       observation_layer_norm: False leaves out the LayerNorm after the representation's first
         layer, which rescales each observation's features to one size (a state's magnitude, such
         as CartPole's angle, then reaches the network only through that layer's biases).
+      predict_turn: the network gets ``turn_logits(params, hidden) -> [B]``, whether the player
+        who moved moves again, for two-player games where turns do not alternate (see
+        :class:`mz_jax.types.MuZeroNetwork`): ``Linear -> LayerNorm -> ReLU`` of
+        ``hidden_sizes[0]`` units on the state, then a zero-initialised ``Linear`` to one logit
+        (parameters ``turn_head``; at 0 the search alternates).
     Returns:
       ``(network, params)``: the pure functions and a nested ``dict`` of float32 parameter arrays.
       An action outside ``[0, A)`` is encoded as an all-zero one-hot vector (no error under jit).
@@ -188,6 +203,7 @@ def make_mlp_network(
         value_prefix_horizon=value_prefix_horizon,
         lstm_size=lstm_size,
         observation_layer_norm=observation_layer_norm,
+        predict_turn=predict_turn,
     )
     return network, init(key)
 
@@ -205,6 +221,7 @@ def mlp_network(
     value_prefix_horizon: int | None = None,
     lstm_size: int = 64,
     observation_layer_norm: bool = True,
+    predict_turn: bool = False,
 ) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """:func:`make_mlp_network` without a key: ``(network, init)``, with ``init(key) -> params``.
 
@@ -228,6 +245,7 @@ def mlp_network(
         validation.check("value_prefix_horizon", value_prefix_horizon, kind="argument")
     validation.check("lstm_size", lstm_size, kind="argument")
     validation.check("observation_layer_norm", observation_layer_norm, kind="argument")
+    validation.check("predict_turn", predict_turn, kind="argument")
     value_prefix = None if value_prefix_horizon is None else lstm_size
     build = lambda rngs: _MlpMuZero(
         observation_size=math.prod(observation_shape),
@@ -239,6 +257,7 @@ def mlp_network(
         projection_size=projection_size,
         value_prefix=value_prefix,
         observation_layer_norm=observation_layer_norm,
+        predict_turn=predict_turn,
         dtype=dtype,
         rngs=rngs,
     )
@@ -249,4 +268,5 @@ def mlp_network(
         projection_size=projection_size,
         value_prefix_horizon=value_prefix_horizon,
         carry_shape=(lstm_size,),
+        turn=predict_turn,
     )

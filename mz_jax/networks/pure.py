@@ -36,6 +36,7 @@ def as_pure_functions(
     projection_size: int | None = None,
     value_prefix_horizon: int | None = None,
     carry_shape: tuple[int, ...] | None = None,
+    turn: bool = False,
 ) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """The pure functions of the module ``build(rngs)`` and ``init(key) -> params``.
 
@@ -55,6 +56,7 @@ def as_pure_functions(
       value_prefix_horizon: None, or the horizon H of a value-prefix network (§4.2), whose hidden
         state is a pair ``(state, (c, h))``; stored on the returned network.
       carry_shape: with ``value_prefix_horizon``, the shape of ``c`` and of ``h`` of one example.
+      turn: the module has ``turn_logits(hidden)``, which the network then offers.
     """
     # One filter, nnx.Param: nnx.split raises if the module holds any other state (batch
     # statistics, RNG counters), which would make the functions below impure. The graph does not
@@ -118,12 +120,17 @@ def as_pure_functions(
         check_array_shape("projection", projection, (projection_size,))
         return nnx.merge(graphdef, params).predict_projection(projection)
 
+    def turn_logits(params: Params, hidden: Any) -> Array:
+        check_hidden(hidden)
+        return nnx.merge(graphdef, params).turn_logits(hidden)
+
     network = MuZeroNetwork(
         initial_inference,
         recurrent_inference,
         project=None if projection_size is None else project_hidden,
         predict_projection=None if projection_size is None else predict_projection,
         value_prefix_horizon=value_prefix_horizon,
+        turn_logits=turn_logits if turn else None,
     )
     return network, init
 

@@ -54,6 +54,7 @@ class _ResNetMuZero(EfficientZeroParts, nnx.Module):
         reward_bins: int,
         projection_size: int | None,
         value_prefix: int | None,
+        predict_turn: bool,
         dtype,
         rngs: nnx.Rngs,
     ):
@@ -103,6 +104,7 @@ class _ResNetMuZero(EfficientZeroParts, nnx.Module):
             reward_bins=reward_bins,
             **kw,
         )
+        self.add_turn_head(ConvHead(*head, 1, **kw) if predict_turn else None)
 
     def _stem(self, x: Array) -> Array:
         if not self.downsample:
@@ -163,6 +165,7 @@ def make_resnet_network(
     projection_size: int | None = None,
     value_prefix_horizon: int | None = None,
     lstm_size: int = 64,
+    predict_turn: bool = False,
 ) -> tuple[MuZeroNetwork, Params]:
     """An AlphaZero-style residual MuZero network for images ``[B, H, W, C]`` (MuZero Appendix F).
 
@@ -219,6 +222,9 @@ def make_resnet_network(
       value_prefix_horizon: None, or the horizon H >= 1 of a value-prefix network (see above),
         stored as ``network.value_prefix_horizon``.
       lstm_size: units of the value-prefix LSTM (>= 1); used only with ``value_prefix_horizon``.
+      predict_turn: the network gets ``turn_logits(params, hidden) -> [B]`` from a head like the
+        value head's on the state, zero-initialised (parameters ``turn_head``): whether the player
+        who moved moves again (see :class:`mz_jax.types.MuZeroNetwork`).
 
     Returns:
       ``(network, params)``: the pure functions and a nested ``dict`` of float32 parameter arrays.
@@ -242,6 +248,7 @@ def make_resnet_network(
         projection_size=projection_size,
         value_prefix_horizon=value_prefix_horizon,
         lstm_size=lstm_size,
+        predict_turn=predict_turn,
     )
     return network, init(key)
 
@@ -262,6 +269,7 @@ def resnet_network(
     projection_size: int | None = None,
     value_prefix_horizon: int | None = None,
     lstm_size: int = 64,
+    predict_turn: bool = False,
 ) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """:func:`make_resnet_network` without a key: ``(network, init)``, with ``init(key) -> params``.
 
@@ -284,6 +292,7 @@ def resnet_network(
     if value_prefix_horizon is not None:
         validation.check("value_prefix_horizon", value_prefix_horizon, kind="argument")
     validation.check("lstm_size", lstm_size, kind="argument")
+    validation.check("predict_turn", predict_turn, kind="argument")
     height, width, _ = observation_shape
     if downsample:
         height, width = _downsampled_size(height), _downsampled_size(width)
@@ -310,6 +319,7 @@ def resnet_network(
         reward_bins=2 * reward_support_size + 1,
         projection_size=projection_size,
         value_prefix=None if value_prefix_horizon is None else lstm_size,
+        predict_turn=predict_turn,
         dtype=dtype,
         rngs=rngs,
     )
@@ -320,4 +330,5 @@ def resnet_network(
         projection_size=projection_size,
         value_prefix_horizon=value_prefix_horizon,
         carry_shape=(lstm_size,),
+        turn=predict_turn,
     )
