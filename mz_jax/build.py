@@ -96,6 +96,7 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
             commitment_loss_weight=config.commitment_loss_weight,
             weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
             hidden_grad_scale=config.hidden_grad_scale,
+            consistency_loss_weight=config.consistency_loss_weight,
         )
     schedule = learner.make_schedule(
         learning_rate=config.learning_rate,
@@ -128,8 +129,6 @@ def check_stochastic(config: TrainConfig) -> None:
         fail("search.policy", config.search.policy, f"'muzero' {chance} (pUCT with chance nodes)")
     if config.network.value_prefix_horizon is not None:
         fail("network.value_prefix_horizon", config.network.value_prefix_horizon, f"None {chance}")
-    if config.consistency_loss_weight != 0:
-        fail("consistency_loss_weight", config.consistency_loss_weight, f"0 {chance}")
 
 
 def search_config_for(config: TrainConfig, env: Env) -> SearchConfig:
@@ -247,6 +246,7 @@ def make_network(
             reward_support_size=config.reward_support_size,
             observation_layer_norm=config.observation_layer_norm,
             predict_turn=common["predict_turn"],
+            projection_size=common["projection_size"],
         )
     if kind == "mlp":
         return networks.mlp_network(

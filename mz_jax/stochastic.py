@@ -37,6 +37,7 @@ from mz_jax.loss import (
     LossAux,
     LossFn,
     check_weights,
+    consistency_terms,
     cross_entropy,
     l2_penalty,
     loss_from_predictions,
@@ -171,6 +172,7 @@ def make_stochastic_loss_fn(
     commitment_loss_weight: float = 1.0,
     weight_decay: float = 0.0,
     hidden_grad_scale: float = 0.5,
+    consistency_loss_weight: float = 0.0,
 ) -> LossFn:
     """Builds the Stochastic MuZero loss ``loss_fn(params, batch) -> (loss, LossAux)``.
 
@@ -193,6 +195,10 @@ def make_stochastic_loss_fn(
       commitment_loss_weight: β of the commitment term (the paper's VQ-VAE commitment cost).
       weight_decay: L2 coefficient on all parameters, in the loss.
       hidden_grad_scale: gradient scale of the state entering each afterstate dynamics step.
+      consistency_loss_weight: EfficientZero's consistency term on ``s_1..s_K`` against the
+        representations of the observations reached (:func:`mz_jax.loss.consistency_terms`; the
+        network needs ``project`` and ``predict_projection``). A value-equivalent model has no
+        reason to tell chance outcomes apart until the values differ; this term gives one.
     """
     if not isinstance(network, StochasticMuZeroNetwork):
         raise ValueError(
@@ -203,6 +209,7 @@ def make_stochastic_loss_fn(
         value_loss_weight=value_loss_weight,
         commitment_loss_weight=commitment_loss_weight,
         weight_decay=weight_decay,
+        consistency_loss_weight=consistency_loss_weight,
     )
 
     def loss_fn(params: Params, batch: Batch) -> tuple[Array, LossAux]:
@@ -224,8 +231,18 @@ def make_stochastic_loss_fn(
         turn = None
         if network.turn_logits is not None:
             turn = turn_terms(network, params, unrolled.states, batch)
+        consistency = None
+        if consistency_loss_weight > 0:
+            consistency = consistency_terms(
+                network, params, unrolled.states, batch.next_observation
+            )
         muzero_loss, aux = loss_from_predictions(
-            unrolled.predictions, batch, value_loss_weight=value_loss_weight, turn=turn
+            unrolled.predictions,
+            batch,
+            value_loss_weight=value_loss_weight,
+            turn=turn,
+            consistency=consistency,
+            consistency_loss_weight=consistency_loss_weight,
         )
         terms = chance_terms(unrolled, batch)
         mask = batch.mask[:, :-1].astype(jnp.float32)

@@ -104,6 +104,8 @@ class StochasticMuZeroNetwork(NamedTuple):
       num_chance_outcomes: C, the size of the codebook of one-hot codes.
       turn_logits: optional, ``(params, state) -> [B]``, as in :class:`MuZeroNetwork`: whether the
         player who moved moves again after the chance event (backgammon: while dice are left).
+      project, predict_projection: optional, as in :class:`MuZeroNetwork`: EfficientZero's
+        consistency loss on the states the chance dynamics reach.
     """
 
     initial_inference: Callable[[Params, Array], tuple[ModelOutput, Any]]
@@ -112,6 +114,8 @@ class StochasticMuZeroNetwork(NamedTuple):
     encode_chance: Callable[[Params, Array, Array], Array]
     num_chance_outcomes: int
     turn_logits: Callable[[Params, Any], Array] | None = None
+    project: Callable[[Params, Any], Array] | None = None
+    predict_projection: Callable[[Params, Array], Array] | None = None
 
 
 class Batch(NamedTuple):

@@ -45,10 +45,6 @@ def test_builds_the_stochastic_network_and_loss():
             r"'search.policy' = 'gumbel' .*allowed 'muzero'",
         ),
         (
-            {"consistency_loss_weight": 1.0},
-            r"'consistency_loss_weight' = 1.0 is invalid: allowed 0 with network.num_chance_outcomes",
-        ),
-        (
             {"network": dataclasses.replace(CONFIG.network, value_prefix_horizon=5)},
             r"'network.value_prefix_horizon' = 5 is invalid: allowed None",
         ),
@@ -69,14 +65,17 @@ def test_num_chance_outcomes_is_checked():
 
 
 def test_iterations_train_every_term_and_stay_finite():
-    trainer = make_train(CONFIG, devices=jax.devices()[:1])
+    # With the consistency term: the states the chance dynamics reach are pulled towards the
+    # representations of the observations that followed.
+    config = dataclasses.replace(CONFIG, consistency_loss_weight=1.0)
+    trainer = make_train(config, devices=jax.devices()[:1])
     state = trainer.init(0)
     params_0 = jax.device_get(state.train.params)
     records = []
     for _ in range(4):
         state, record = trainer.step(state)
         records.append(metrics.flatten(jax.device_get(record)))
-    for term in ("q", "chance", "commitment", "value", "reward", "policy", "total"):
+    for term in ("q", "chance", "commitment", "consistency", "value", "reward", "policy", "total"):
         values = np.array([r[f"loss/{term}"] for r in records]).ravel()
         assert np.all(np.isfinite(values)), term
     assert np.array([r["loss/chance"] for r in records]).max() > 0
@@ -86,5 +85,12 @@ def test_iterations_train_every_term_and_stay_finite():
         jax.device_get(state.train.params),
     )
     # The encoder, sigma and Q heads all moved: their terms reach them.
-    for name in ("encoder_out", "chance_head", "q_head", "afterstate_dynamics", "chance_dynamics"):
+    for name in (
+        "encoder_out",
+        "chance_head",
+        "q_head",
+        "afterstate_dynamics",
+        "chance_dynamics",
+        "projection_head",
+    ):
         assert any(jax.tree.leaves(moved[name])), name

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from mz_jax import validation
-from mz_jax.networks.layers import ZEROS, DenseTorso, normalize_hidden
+from mz_jax.networks.layers import ZEROS, DenseTorso, ProjectionMlp, normalize_hidden
 from mz_jax.networks.pure import Params, check_array_shape, check_key, check_shape
 from mz_jax.types import AfterstateOutput, Array, ModelOutput, StochasticMuZeroNetwork
 
@@ -45,6 +45,7 @@ class _MlpStochasticMuZero(nnx.Module):
         reward_bins: int,
         observation_layer_norm: bool,
         predict_turn: bool,
+        projection_size: int | None,
         rngs: nnx.Rngs,
     ):
         last = hidden_sizes[-1]
@@ -72,6 +73,13 @@ class _MlpStochasticMuZero(nnx.Module):
             if predict_turn
             else None
         )
+        p, kw = projection_size, dict(dtype=jnp.float32, rngs=rngs)
+        self.projection = (
+            None if p is None else ProjectionMlp(latent_size, p, p, out_norm=True, **kw)
+        )
+        self.projection_head = (
+            None if p is None else ProjectionMlp(p, max(p // 2, 1), p, out_norm=False, **kw)
+        )
         self.num_actions = num_actions
         self.reward_bins = reward_bins
 
@@ -97,6 +105,12 @@ class _MlpStochasticMuZero(nnx.Module):
         state = normalize_hidden(self.chance_out(x))
         return self._predict(state, self.reward_head(x)), state
 
+    def project(self, state: Array) -> Array:
+        return self.projection(state)
+
+    def predict_projection(self, projection: Array) -> Array:
+        return self.projection_head(projection)
+
     def turn_logits(self, state: Array) -> Array:
         return self.turn_head(state)[:, 0]
 
@@ -117,13 +131,16 @@ def stochastic_mlp_network(
     reward_support_size: int = 10,
     observation_layer_norm: bool = True,
     predict_turn: bool = False,
+    projection_size: int | None = None,
 ) -> tuple[StochasticMuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """A Stochastic MuZero network of MLPs (see the module docstring): ``(network, init)``.
 
     ``init(key) -> params`` draws every parameter in one compiled program. The arguments are those
     of :func:`mz_jax.networks.mlp_network` (float32 only; ``predict_turn`` for backgammon-like games,
     where the chance event decides who moves next) and ``num_chance_outcomes`` C >= 1, the size of
-    the codebook.
+    the codebook; ``projection_size`` P adds EfficientZero's projection network and head on the
+    states (as :func:`mz_jax.networks.mlp_network` does), for the consistency loss, which gives the
+    chance code something to carry: the next state must match the observation that followed.
 
     Raises:
       ValueError: for an invalid argument, naming it, its value and what is allowed.
@@ -142,6 +159,8 @@ def stochastic_mlp_network(
         ("predict_turn", predict_turn),
     ):
         validation.check(name, value, kind="argument")
+    if projection_size is not None:
+        validation.check("projection_size", projection_size, kind="argument")
 
     def build(rngs: nnx.Rngs) -> _MlpStochasticMuZero:
         return _MlpStochasticMuZero(
@@ -154,6 +173,7 @@ def stochastic_mlp_network(
             reward_bins=2 * reward_support_size + 1,
             observation_layer_norm=observation_layer_norm,
             predict_turn=predict_turn,
+            projection_size=projection_size,
             rngs=rngs,
         )
 
@@ -196,6 +216,14 @@ def stochastic_mlp_network(
         check_array_shape("state", state, (latent_size,))
         return model(params).turn_logits(state)
 
+    def project(params: Params, state: Array) -> Array:
+        check_array_shape("state", state, (latent_size,))
+        return model(params).project(state)
+
+    def predict_projection(params: Params, projection: Array) -> Array:
+        check_array_shape("projection", projection, (projection_size,))
+        return model(params).predict_projection(projection)
+
     network = StochasticMuZeroNetwork(
         initial_inference,
         afterstate_inference,
@@ -203,6 +231,8 @@ def stochastic_mlp_network(
         encode_chance,
         num_chance_outcomes,
         turn_logits=turn_logits if predict_turn else None,
+        project=None if projection_size is None else project,
+        predict_projection=None if projection_size is None else predict_projection,
     )
     return network, lambda key: draw(check_key(key))
 

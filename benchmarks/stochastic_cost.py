@@ -1,0 +1,94 @@
+"""What Stochastic MuZero costs against MuZero: one learner update and one search, same sizes.
+
+    python benchmarks/stochastic_cost.py [--quick]
+
+For a CartPole-sized game (4 inputs, 2 actions, 4 chance outcomes) and a backgammon-sized one (34
+inputs, 156 actions, 32 outcomes): the jitted ``value_and_grad`` of ``make_loss_fn`` and of
+``make_stochastic_loss_fn`` on MLP networks of the same widths (batch 128, K = 5), and a batched
+search (16 roots, 16 simulations, muzero policy) with each network. Stochastic MuZero runs two
+network steps per transition (afterstate, then chance) and the encoder, so about twice the work
+is expected; the table says what it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from common import machine_description, median_seconds, print_table
+
+from mz_jax import Batch, make_loss_fn, make_stochastic_loss_fn, search
+from mz_jax.mcts import SearchConfig
+from mz_jax.networks import mlp_network, stochastic_mlp_network
+
+GAMES = {"CartPole-sized": (4, 2, 4), "backgammon-sized": (34, 156, 32)}
+BATCH, K, ROOTS = 128, 5, 16
+SIZES = dict(hidden_sizes=(64, 64), latent_size=64, value_support_size=10, reward_support_size=10)
+
+
+def make_batch(observation_size: int, num_actions: int) -> Batch:
+    rng = np.random.default_rng(0)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)
+    return Batch(
+        observation=f32(rng.normal(size=(BATCH, observation_size))),
+        actions=jnp.asarray(rng.integers(0, num_actions, size=(BATCH, K)), jnp.int32),
+        target_value=f32(rng.normal(size=(BATCH, K + 1))),
+        target_reward=f32(rng.normal(size=(BATCH, K + 1))),
+        target_policy=f32(rng.dirichlet(np.ones(num_actions), size=(BATCH, K + 1))),
+        mask=jnp.ones((BATCH, K + 1)),
+        weight=jnp.ones(BATCH),
+        next_observation=f32(rng.normal(size=(BATCH, K, observation_size))),
+    )
+
+
+def time_update_and_search(network, params, loss, batch, legal, *, config, repeats):
+    """Median seconds of one jitted ``value_and_grad`` of ``loss`` and of one search."""
+    grad = jax.jit(jax.value_and_grad(loss, has_aux=True))
+    act = jax.jit(lambda p, k, o, m: search(p, k, o, m, network=network, config=config))
+    roots, key = batch.observation[: legal.shape[0]], jax.random.key(0)
+    update_s = median_seconds(lambda: jax.block_until_ready(grad(params, batch)), repeats=repeats)
+    search_s = median_seconds(
+        lambda: jax.block_until_ready(act(params, key, roots, legal)), repeats=repeats
+    )
+    return update_s, search_s
+
+
+def rows(repeats: int) -> list[list[str]]:
+    config = SearchConfig(policy="muzero", num_simulations=16, discount=0.99, two_player=False)
+    table = []
+    for game, (observation_size, num_actions, chance) in GAMES.items():
+        common = dict(observation_shape=(observation_size,), num_actions=num_actions, **SIZES)
+        muzero, muzero_init = mlp_network(**common)
+        stochastic, stochastic_init = stochastic_mlp_network(**common, num_chance_outcomes=chance)
+        batch = make_batch(observation_size, num_actions)
+        legal = jnp.ones((ROOTS, num_actions), bool)
+        times = {}
+        for name, network, init, loss in (
+            ("MuZero", muzero, muzero_init, make_loss_fn(muzero)),
+            ("Stochastic MuZero", stochastic, stochastic_init, make_stochastic_loss_fn(stochastic)),
+        ):
+            times[name] = time_update_and_search(
+                network, init(0), loss, batch, legal, config=config, repeats=repeats
+            )
+            update_s, search_s = times[name]
+            table.append([game, name, f"{1e3 * update_s:.1f}", f"{1e3 * search_s:.1f}"])
+        (mu_u, mu_s), (st_u, st_s) = times["MuZero"], times["Stochastic MuZero"]
+        table.append([game, "ratio", f"{st_u / mu_u:.2f}x", f"{st_s / mu_s:.2f}x"])
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = parser.parse_args()
+    print(machine_description())
+    print(f"batch {BATCH}, K = {K}; search: {ROOTS} roots, 16 simulations; MLP {SIZES}")
+    print_table(
+        ["game", "model", "ms per update", "ms per search"], rows(repeats=3 if args.quick else 10)
+    )
+
+
+if __name__ == "__main__":
+    main()
