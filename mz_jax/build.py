@@ -97,6 +97,7 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
             weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
             hidden_grad_scale=config.hidden_grad_scale,
             consistency_loss_weight=config.consistency_loss_weight,
+            code_usage_weight=config.code_usage_weight,
         )
     schedule = learner.make_schedule(
         learning_rate=config.learning_rate,

@@ -148,6 +148,10 @@ class TrainConfig:
     commitment_loss_weight: float = 0.25
     """Stochastic MuZero only (network.num_chance_outcomes): β of the chance encoder's commitment
     term ``||sg(c) - c^e||^2`` (VQ-VAE's commitment cost, 0.25 in van den Oord et al., 2017)."""
+    code_usage_weight: float = 0.0
+    """Stochastic MuZero only: weight of a bonus on the entropy of the chance codes averaged over a
+    batch (``loss/code_usage``), against an encoder that gives every transition the same code. Not
+    in the paper; 0 leaves it out."""
     reanalyse_values: bool = True
     """Bootstrap the n-step value targets from the network's value of the stored observations,
     with the target parameters (fresh values, as MuZero Reanalyse and EfficientZero compute them),

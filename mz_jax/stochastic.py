@@ -165,6 +165,15 @@ def chance_terms(unrolled: StochasticUnroll, batch: Batch) -> dict[str, Array]:
     return {"q": q, "chance": chance, "commitment": commitment}
 
 
+def code_usage_entropy(soft: Array, mask: Array) -> Array:
+    """``H(mean code)``: the entropy (nats) of the soft codes ``[B, K, C]`` averaged over the
+    transitions where ``mask`` ``[B, K]`` is 1; ``log C`` when every code is used equally, 0 when
+    one code takes everything."""
+    mask = mask.astype(jnp.float32)[..., None]
+    mean = jnp.sum(mask * soft, axis=(0, 1)) / jnp.maximum(jnp.sum(mask), 1.0)
+    return -jnp.sum(mean * jnp.log(jnp.maximum(mean, 1e-12)))
+
+
 def make_stochastic_loss_fn(
     network: StochasticMuZeroNetwork,
     *,
@@ -173,6 +182,7 @@ def make_stochastic_loss_fn(
     weight_decay: float = 0.0,
     hidden_grad_scale: float = 0.5,
     consistency_loss_weight: float = 0.0,
+    code_usage_weight: float = 0.0,
 ) -> LossFn:
     """Builds the Stochastic MuZero loss ``loss_fn(params, batch) -> (loss, LossAux)``.
 
@@ -187,7 +197,8 @@ def make_stochastic_loss_fn(
     the encoder reads; ``observation_mask`` masks the chance terms where it is given. A network with
     ``turn_logits`` also has the ``turn`` term of :func:`mz_jax.make_loss_fn` on ``s_1..s_K``.
     ``aux.losses`` has the MuZero terms and ``q``, ``chance``, ``commitment`` (batch means of the
-    masked sums over steps, before the gradient scaling), ``weight_decay`` and ``total``.
+    masked sums over steps, before the gradient scaling), ``code_usage`` (:func:`code_usage_entropy`,
+    logged whatever ``code_usage_weight``), ``weight_decay`` and ``total``.
 
     Args:
       network: a :class:`~mz_jax.types.StochasticMuZeroNetwork`.
@@ -199,6 +210,10 @@ def make_stochastic_loss_fn(
         representations of the observations reached (:func:`mz_jax.loss.consistency_terms`; the
         network needs ``project`` and ``predict_projection``). A value-equivalent model has no
         reason to tell chance outcomes apart until the values differ; this term gives one.
+      code_usage_weight: u >= 0 subtracts ``u * H(mean code)`` from the loss: the entropy of the
+        encoder's soft codes averaged over the batch's masked-in transitions, largest when every
+        code is used equally. Not in the paper (0 leaves it out); an encoder whose codes collapse
+        to one (``chance`` and ``commitment`` near 0) plans as a deterministic model.
     """
     if not isinstance(network, StochasticMuZeroNetwork):
         raise ValueError(
@@ -210,6 +225,7 @@ def make_stochastic_loss_fn(
         commitment_loss_weight=commitment_loss_weight,
         weight_decay=weight_decay,
         consistency_loss_weight=consistency_loss_weight,
+        code_usage_weight=code_usage_weight,
     )
 
     def loss_fn(params: Params, batch: Batch) -> tuple[Array, LossAux]:
@@ -258,12 +274,14 @@ def make_stochastic_loss_fn(
         chance_loss = jnp.mean(weight * jnp.sum(step_loss, axis=1))
         weighted_mean = lambda m, x: jnp.mean(weight * jnp.sum(m * x, axis=1))
         weight_decay_loss = l2_penalty(params, weight_decay)
-        total = muzero_loss + chance_loss + weight_decay_loss
+        usage = code_usage_entropy(unrolled.codes.soft, observation_mask)
+        total = muzero_loss + chance_loss - code_usage_weight * usage + weight_decay_loss
         losses = {
             **aux.losses,
             "q": weighted_mean(mask, terms["q"]),
             "chance": weighted_mean(observation_mask, terms["chance"]),
             "commitment": weighted_mean(observation_mask, terms["commitment"]),
+            "code_usage": usage,
             "weight_decay": weight_decay_loss,
             "total": total,
         }
@@ -277,6 +295,7 @@ __all__ = [
     "StochasticUnroll",
     "chance_code",
     "chance_terms",
+    "code_usage_entropy",
     "make_stochastic_loss_fn",
     "unroll_stochastic_model",
 ]

@@ -144,6 +144,7 @@ RULES: dict[str, Rule] = {
     "value_loss_weight": number(0, 100),
     "consistency_loss_weight": number(0, 100),
     "commitment_loss_weight": number(0, 100),
+    "code_usage_weight": number(0, 100),
     "reanalyse_values": boolean(),
     "reanalyse_policy_fraction": _FRACTION,
     "off_policy_correction_steps": optional(_POSITIVE),

@@ -223,3 +223,18 @@ def test_masked_out_chance_steps_do_not_train_the_encoder():
     grads = jax.grad(lambda p: make_stochastic_loss_fn(tiny_network())(p, batch)[0])(tiny_params())
     np.testing.assert_array_equal(grads["encoder"], 0.0)
     assert np.abs(np.asarray(grads["q"])).sum() > 0  # Q of step 0 follows a real action
+
+
+def test_code_usage_is_the_entropy_of_the_mean_code_and_enters_the_loss_as_a_bonus():
+    from mz_jax.stochastic import code_usage_entropy
+
+    soft = jnp.array([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], [[0.0, 0.0, 1.0], [0.2, 0.2, 0.6]]])
+    # The last transition is masked out: the mean of the other three is uniform, entropy log 3.
+    mask = jnp.array([[1.0, 1.0], [1.0, 0.0]])
+    np.testing.assert_allclose(code_usage_entropy(soft, mask), np.log(3.0), rtol=1e-6)
+    np.testing.assert_allclose(code_usage_entropy(soft[:1, :1], mask[:1, :1]), 0.0, atol=1e-6)
+    params, batch = tiny_params(), random_batch(2, 3, 2)
+    plain, aux = make_stochastic_loss_fn(tiny_network())(params, batch)
+    bonus, _ = make_stochastic_loss_fn(tiny_network(), code_usage_weight=0.5)(params, batch)
+    np.testing.assert_allclose(bonus, plain - 0.5 * aux.losses["code_usage"], rtol=1e-6)
+    assert 0.0 <= float(aux.losses["code_usage"]) <= np.log(CHANCE) + 1e-6
