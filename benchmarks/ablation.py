@@ -3,12 +3,15 @@ or, for the terms it leaves out, each one on.
 
     python benchmarks/ablation.py                                   # 3 seeds (100, 101, 102)
     python benchmarks/ablation.py --seeds 3 --first-seed 200 --only "consistency loss off"
+    python benchmarks/ablation.py --seeds 5 --first-seed 200 --total-env-steps 4000 --only preset \
+        --variant "search.value_scale=0.02" --variant "td_steps=10 search.value_scale=0.005"
 
 Trains the preset once as is, once with each EfficientZero term it uses switched off (the
 consistency loss, the value prefix, reanalysed policies, reanalysed values, the off-policy
 correction; and the representation's first LayerNorm put back where the preset leaves it out),
-then once with each term it does not use switched on (``--no-additions`` skips these), and prints,
-per variant, the environment
+then once with each term it does not use switched on (``--no-additions`` skips these), then once
+per ``--variant`` (space-separated ``FIELD=VALUE`` changes, as ``learning.py --set`` takes them;
+``--only`` does not filter these), and prints, per variant, the environment
 steps at each seed's first greedy evaluation reaching --target, their median, and how many of the
 next ten evaluations also reach it. The seeds of one variant run as one program (``num_seeds``):
 environment steps per seed are those of separate runs, but wall times are not, so none are shown
@@ -29,7 +32,7 @@ import time
 from pathlib import Path
 
 from common import machine_description, print_table
-from learning import STABILITY_WINDOW, first_on_target
+from learning import STABILITY_WINDOW, first_on_target, with_overrides
 
 from mz_jax import TrainConfig
 from mz_jax.presets import load_preset
@@ -109,6 +112,13 @@ def main() -> None:
     parser.add_argument(
         "--no-additions", action="store_true", help="skip the variants that switch a term on"
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar='"FIELD=VALUE ..."',
+        help="also run the preset with these changes (repeatable; network. and search. nest)",
+    )
     parser.add_argument("--workdir", default="runs/benchmark_ablation")
     args = parser.parse_args()
 
@@ -127,10 +137,14 @@ def main() -> None:
         f" as one program, {preset.total_env_steps:,} env steps, {preset.eval_episodes} greedy "
         f"episodes every {args.eval_every:,} env steps, target {args.target:g}\n"
     )
+    chosen = [
+        (name, config)
+        for name, config in ablations(preset, additions=not args.no_additions)
+        if not args.only or name in args.only
+    ]
+    chosen += [(changes, with_overrides(preset, changes.split())) for changes in args.variant]
     rows = []
-    for name, config in ablations(preset, additions=not args.no_additions):
-        if args.only and name not in args.only:
-            continue
+    for name, config in chosen:
         workdir = Path(args.workdir) / re.sub(r"\W+", "_", name).strip("_")
         shutil.rmtree(workdir, ignore_errors=True)
         start = time.perf_counter()
