@@ -65,6 +65,39 @@ def parse_opponent(opponent: str) -> int | None:
     raise ValueError(f"opponent {opponent!r} is invalid: allowed {ALLOWED_OPPONENTS}")
 
 
+SEATS = ("total", "moving_first", "moving_second")
+"""The groups of :func:`outcome_counts`: every game, the games the agent opened, the others."""
+
+
+def outcome_counts(episode_return: Any, completed: Any) -> dict[str, dict[str, int]]:
+    """Wins, draws, losses and unfinished games of an agent against an opponent, by seat.
+
+    Reads an evaluation as :func:`mz_jax.actor.evaluate` plays it against an opponent: of N
+    episodes the agent moves first in the first ``(N + 1) // 2`` and second in the others, and each
+    return is the agent's (> 0 a win, 0 a draw, < 0 a loss). An episode that did not end within its
+    step limit is unfinished, not a result.
+
+    Args:
+      episode_return: ``[N]`` the agent's return of each episode.
+      completed: ``[N]`` whether each episode ended.
+
+    Returns:
+      ``{seat: {"wins", "draws", "losses", "unfinished"}}`` for each seat of :data:`SEATS`.
+    """
+    returns = np.asarray(episode_return, np.float64).reshape(-1)
+    done = np.asarray(completed, bool).reshape(-1)
+    first = np.arange(len(returns)) < (len(returns) + 1) // 2
+    counts = {}
+    for seat, rows in zip(SEATS, (np.ones_like(first), first, ~first), strict=True):
+        counts[seat] = {
+            "wins": int(np.sum(rows & done & (returns > 0))),
+            "draws": int(np.sum(rows & done & (returns == 0))),
+            "losses": int(np.sum(rows & done & (returns < 0))),
+            "unfinished": int(np.sum(rows & ~done)),
+        }
+    return counts
+
+
 def game_of(env: Env, opponent: str) -> Any:
     """The pgx game (``pgx.Env``) behind ``env``, which the opponent ``opponent`` searches.
 

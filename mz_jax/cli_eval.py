@@ -121,19 +121,17 @@ def evaluate_run(argv: list[str]) -> int:
     if two_player:
         # mz_jax.actor.evaluate gives the agent the first move in the first half of the episodes
         # and returns each episode's result from the agent's seat (+1 win, -1 loss).
-        first = np.arange(episodes) < (episodes + 1) // 2
         if opponent is None:  # both seats are the agent's: report from the first mover's seat
-            returns = np.where(first, returns, -returns)
-            groups = [("first mover", np.ones(episodes, bool))]
+            first = np.arange(episodes) < (episodes + 1) // 2
+            counts = baseline.outcome_counts(np.where(first, returns, -returns), completed)
+            groups = {"first mover": counts["total"]}
         else:
-            groups = [("total", np.ones(episodes, bool)), ("moving first", first)]
-            groups.append(("moving second", ~first))
-        for label, rows in groups:
-            done, result_of = completed[rows], returns[rows]
+            counts = baseline.outcome_counts(returns, completed)
+            groups = {seat.replace("_", " "): counts[seat] for seat in baseline.SEATS}
+        for label, count in groups.items():
             line = (
-                f"{label}: wins {int(np.sum(done & (result_of > 0)))}, draws "
-                f"{int(np.sum(done & (result_of == 0)))}, losses {int(np.sum(done & (result_of < 0)))}"
+                f"{label}: wins {count['wins']}, draws {count['draws']}, losses {count['losses']}"
             )
-            unfinished = int(np.sum(~done))
+            unfinished = count["unfinished"]
             print(line + (f", unfinished {unfinished}" if unfinished else ""))
     return 0

@@ -8,7 +8,9 @@ alone to regenerate the report. It reads ``results.json`` and the environments' 
   final return, env steps, wall time); the aggregate scores of the finished environments (mean,
   median and interquartile mean of normalised final returns, with stratified bootstrap 95%
   confidence intervals, :mod:`mz_jax.aggregate`) and the sources of the normalisation; the
-  environments left out and why;
+  environments left out and why; for environments that played an opponent after training
+  (a suite entry's ``opponent``), each seed's win / draw / loss rates moving first, moving second
+  and in total;
 * ``curves/<environment>.png``: greedy-evaluation return against env steps: the mean across seeds,
   a min-max band, each seed faintly (:mod:`mz_jax.plots`);
 * ``curves.png``: those curves side by side.
@@ -153,6 +155,8 @@ def write_report(
         seed=seed,
     )
 
+    lines += _opponent_section(environments)
+
     if incomplete:
         lines += [
             "## Incomplete environments",
@@ -182,6 +186,68 @@ def write_report(
     path = suite_workdir / REPORT_FILE
     path.write_text("\n".join(lines))
     return path
+
+
+def _fmt_rates(counts: object) -> str:
+    """``win / draw / loss`` rates (percent of the games in a seat) of one seat's counts."""
+    if not isinstance(counts, dict):
+        return "—"
+    numbers = [counts.get(k) for k in ("wins", "draws", "losses", "unfinished")]
+    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in numbers):
+        return "—"
+    games = sum(numbers)
+    if not games:
+        return "—"
+    rates = " / ".join(f"{100 * n / games:.1f}%" for n in numbers[:3])
+    return rates + (f" ({100 * numbers[3] / games:.1f}% unfinished)" if numbers[3] else "")
+
+
+def _opponent_section(environments: dict[str, dict]) -> list[str]:
+    """Each seed's games against its environment's opponent (results.json rows' ``"opponent"``);
+    nothing if no environment has any."""
+    played = {}
+    for name, entry in environments.items():
+        rows = [
+            row
+            for row in entry.get("seeds") or []
+            if isinstance(row, dict) and isinstance(row.get("opponent"), dict)
+        ]
+        if rows or entry.get("opponent_error"):
+            played[name] = rows
+    if not played:
+        return []
+    lines = [
+        "## Against an opponent",
+        "",
+        "After training, each seed's final agent (greedy, its newest checkpoint) played the "
+        "environment's opponent: of N games it moved first in the first ⌈N / 2⌉ and second in "
+        "the others. Rates are win / draw / loss, in percent of the games in that seat (a game "
+        "unfinished within the step limit counts in none of the three).",
+        "",
+    ]
+    for name, rows in played.items():
+        lines += [f"### {name}", ""]
+        if rows:
+            lines += [
+                "| Seed | Opponent | Games | Moving first (W / D / L) | Moving second (W / D / L) "
+                "| Total (W / D / L) |",
+                "|---|---|---|---|---|---|",
+            ]
+            for row in sorted(
+                rows, key=lambda r: r.get("seed") if isinstance(r.get("seed"), int) else 0
+            ):
+                games = row["opponent"]
+                lines.append(
+                    f"| {row.get('seed', '—')} | {games.get('name', '—')} "
+                    f"| {games.get('episodes', '—')} | {_fmt_rates(games.get('moving_first'))} "
+                    f"| {_fmt_rates(games.get('moving_second'))} "
+                    f"| {_fmt_rates(games.get('total'))} |"
+                )
+            lines.append("")
+        error = environments[name].get("opponent_error")
+        if error:
+            lines += [f"Games against the opponent not played: {error}", ""]
+    return lines
 
 
 def _aggregate_section(

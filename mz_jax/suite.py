@@ -10,10 +10,14 @@ vmaps the whole run state over the seeds: one compiled program per environment) 
 :func:`mz_jax.run.run_training` in ``<workdir>/<environment>/``, so a run that is stopped or killed
 resumes from its newest checkpoint. ``<workdir>/results.json`` records, per environment and seed,
 the final and best greedy-evaluation returns, env steps and wall time; an environment marked done
-there is not run again. At the end :func:`mz_jax.report.write_report` writes ``report.md``, the
-learning curves and the aggregate scores.
+there is not run again. An environment of a two-player game may name an ``opponent``: once it is
+trained, each seed's final agent plays ``opponent_episodes`` greedy games against it (half of them
+moving first), and results.json records the wins, draws and losses in total and per seat. At the end
+:func:`mz_jax.report.write_report` writes ``report.md``, the learning curves and the aggregate
+scores.
 
-A suite file (TOML or JSON) lists environments, each with an optional preset and field overrides::
+A suite file (TOML or JSON) lists environments, each with an optional preset, field overrides and
+opponent::
 
     [[environment]]
     env = "gymnax:CartPole-v1"
@@ -23,6 +27,12 @@ A suite file (TOML or JSON) lists environments, each with an optional preset and
     env = "gymnax:Acrobot-v1"
     preset = "cartpole"              # the preset's other fields, this environment
     overrides = { max_episode_steps = 500, "search.num_simulations" = 8 }
+
+    [[environment]]
+    env = "pgx:tic_tac_toe"
+    preset = "tic_tac_toe"
+    opponent = "mcts:1000"           # 'random' or 'mcts:N' (pgx games); two-player games only
+    opponent_episodes = 200          # games per seed, half of them moving first; default 200
 """
 
 from __future__ import annotations
@@ -30,10 +40,14 @@ from __future__ import annotations
 import json
 import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import jax
+
+from mz_jax import baseline
+from mz_jax.agent import Agent
 from mz_jax.checkpoint import CheckpointError
 from mz_jax.config import TrainConfig
 from mz_jax.envs import make_env
@@ -49,6 +63,11 @@ from mz_jax.workdir import (
     write_atomically,
 )
 
+DEFAULT_OPPONENT_EPISODES = 200
+"""Games per seed against a suite entry's opponent unless it says otherwise."""
+
+_ENTRY_KEYS = ("env", "preset", "overrides", "opponent", "opponent_episodes")
+
 
 class SuiteEntry(NamedTuple):
     """One environment of a suite.
@@ -58,11 +77,18 @@ class SuiteEntry(NamedTuple):
       preset: the preset whose configuration it trains with (None: ``TrainConfig()`` defaults).
       overrides: field values replacing the preset's (dotted names for nested fields, e.g.
         ``"search.num_simulations"``).
+      opponent: two-player games: who each seed's final agent plays after training, ``"random"``
+        (a uniformly random player) or ``"mcts:N"`` (:mod:`mz_jax.baseline`, pgx games only);
+        None: no such games.
+      opponent_episodes: the games against ``opponent`` per seed, >= 2; the agent moves first in
+        the first ``(opponent_episodes + 1) // 2`` and second in the others.
     """
 
     env: str
     preset: str | None = None
     overrides: Mapping[str, Any] = {}
+    opponent: str | None = None
+    opponent_episodes: int = DEFAULT_OPPONENT_EPISODES
 
 
 # entry_config sets these for every entry; an override of them is refused, not ignored.
@@ -81,18 +107,21 @@ SUITES: dict[str, tuple[SuiteEntry, ...]] = {
         for game in ("Asterix", "Breakout", "Freeway", "SpaceInvaders")
     ),
     "board": (
-        SuiteEntry("pgx:tic_tac_toe", "tic_tac_toe"),
+        SuiteEntry("pgx:tic_tac_toe", "tic_tac_toe", opponent="mcts:1000"),
         SuiteEntry(
             "pgx:connect_four",
             "tic_tac_toe",
             {"td_steps": 42, "eval_max_steps": 42, "network.hidden_sizes": (256, 256)},
+            opponent="mcts:200",
         ),
     ),
 }
 """The built-in suites. Environments without a preset of their own borrow the nearest one (same
 network kind and reward scale) with the fields their episodes need: evaluation long enough for the
 environment's own time limit (Freeway-MinAtar's is 2,500 steps), Monte-Carlo targets for
-connect four's 42 moves."""
+connect four's 42 moves. The board games end against the MCTS baseline, 200 games per seed: the
+targets are no loss in tic-tac-toe against ``mcts:1000`` and 90% wins in connect four against
+``mcts:200`` in each seat."""
 
 
 def load_suite(suite: str | Path) -> tuple[SuiteEntry, ...]:
@@ -100,7 +129,8 @@ def load_suite(suite: str | Path) -> tuple[SuiteEntry, ...]:
 
     Raises:
       ValueError: an unknown suite name (listing the built-in ones), a missing or malformed file,
-        a duplicated environment, or an entry without ``env`` or with unknown keys.
+        a duplicated environment, or an entry without ``env``, with unknown keys or with an
+        opponent it cannot have (see :func:`check_opponent`).
     """
     name = str(suite)
     if name in SUITES:
@@ -122,29 +152,84 @@ def load_suite(suite: str | Path) -> tuple[SuiteEntry, ...]:
     if not isinstance(items, list) or not items:
         raise ValueError(
             f"--suite {name!r}: expected a list 'environment' of tables with 'env' (and optional "
-            "'preset', 'overrides')"
+            "'preset', 'overrides', 'opponent', 'opponent_episodes')"
         )
     entries = []
     for index, item in enumerate(items):
         where = f"--suite {name!r}, environment {index}"
         if not isinstance(item, dict) or not isinstance(item.get("env"), str):
             raise ValueError(f"{where}: needs 'env' = 'gymnax:<id>' or 'pgx:<id>'")
-        unknown = sorted(set(item) - {"env", "preset", "overrides"})
+        unknown = sorted(set(item) - set(_ENTRY_KEYS))
         if unknown:
             raise ValueError(
-                f"{where}: unknown key(s) {', '.join(unknown)}; allowed env, preset, overrides"
+                f"{where}: unknown key(s) {', '.join(unknown)}; allowed {', '.join(_ENTRY_KEYS)}"
             )
         preset, overrides = item.get("preset"), item.get("overrides", {})
         if preset is not None and not isinstance(preset, str):
             raise ValueError(f"{where}: 'preset' must be a preset name or path; got {preset!r}")
         if not isinstance(overrides, dict):
             raise ValueError(f"{where}: 'overrides' must be a table of field values")
-        entries.append(SuiteEntry(item["env"], preset, overrides))
+        entry = SuiteEntry(
+            item["env"],
+            preset,
+            overrides,
+            opponent=item.get("opponent"),
+            opponent_episodes=item.get("opponent_episodes", DEFAULT_OPPONENT_EPISODES),
+        )
+        if "opponent_episodes" in item and entry.opponent is None:
+            raise ValueError(
+                f"{where}: 'opponent_episodes' = {entry.opponent_episodes!r} without an "
+                "'opponent': name the opponent ('random' or 'mcts:N') or leave both out"
+            )
+        check_opponent(entry, where=where)
+        entries.append(entry)
     envs = [entry.env for entry in entries]
     duplicated = sorted({env for env in envs if envs.count(env) > 1})
     if duplicated:
         raise ValueError(f"--suite {name!r}: environment(s) listed twice: {', '.join(duplicated)}")
     return tuple(entries)
+
+
+def check_opponent(entry: SuiteEntry, *, where: str | None = None) -> None:
+    """Checks an entry's ``opponent`` and ``opponent_episodes`` (nothing to check without one).
+
+    Args:
+      entry: the suite entry.
+      where: how error messages name the entry; default its environment.
+
+    Raises:
+      ValueError: an opponent :func:`mz_jax.baseline.parse_opponent` refuses, an opponent for a
+        single-player environment, ``mcts:N`` for a game that is not pgx's, or
+        ``opponent_episodes`` other than an integer >= 2 (a game in each seat), each naming the
+        field, its value and what is allowed.
+    """
+    if entry.opponent is None:
+        return
+    where = entry.env if where is None else where
+    try:
+        baseline.parse_opponent(entry.opponent)
+    except ValueError:
+        raise ValueError(
+            f"{where}: 'opponent' = {entry.opponent!r} is invalid: allowed "
+            f"{baseline.ALLOWED_OPPONENTS}"
+        ) from None
+    episodes = entry.opponent_episodes
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 2:
+        raise ValueError(
+            f"{where}: 'opponent_episodes' = {episodes!r} is invalid: allowed an integer >= 2 "
+            "(games per seed, half of them moving first)"
+        )
+    env = make_env(entry.env)  # an unknown name fails here, listing close matches
+    if env.num_players != 2:
+        raise ValueError(
+            f"{where}: 'opponent' = {entry.opponent!r}: {entry.env} is a single-player "
+            "environment; an opponent needs a two-player game"
+        )
+    if entry.opponent != "random":
+        try:  # mcts:N searches the true game: pgx games only
+            baseline.game_of(env, entry.opponent)
+        except ValueError as error:
+            raise ValueError(f"{where}: 'opponent' = {entry.opponent!r}: {error}") from None
 
 
 def entry_config(
@@ -153,9 +238,11 @@ def entry_config(
     """The configuration an entry trains with: its preset, its overrides, the suite's seeds.
 
     Raises:
-      ValueError: an unknown field or invalid value (naming it), or a run without an end or without
-        evaluations (a suite needs both).
+      ValueError: an unknown field or invalid value (naming it), a run without an end or without
+        evaluations (a suite needs both), or an opponent the entry cannot have
+        (:func:`check_opponent`).
     """
+    check_opponent(entry)
     try:
         base = load_preset(entry.preset) if entry.preset else TrainConfig()
     except PresetError as error:
@@ -219,6 +306,98 @@ def seed_results(env_workdir: Path, seeds: list[int]) -> list[dict]:
     return results
 
 
+def _has_opponent_results(row: dict, entry: SuiteEntry) -> bool:
+    """Whether a seed's row of results.json holds its games against the entry's opponent."""
+    games = row.get("opponent")
+    return (
+        isinstance(games, dict)
+        and games.get("name") == entry.opponent
+        and games.get("episodes") == entry.opponent_episodes
+    )
+
+
+def _count_line(counts: dict[str, int]) -> str:
+    line = f"{counts['wins']} / {counts['draws']} / {counts['losses']}"
+    return line + (f" ({counts['unfinished']} unfinished)" if counts["unfinished"] else "")
+
+
+def play_opponent(
+    entry: SuiteEntry,
+    record: dict,
+    env_workdir: Path,
+    *,
+    max_steps: int,
+    save: Callable[[], None],
+    prefix: str,
+) -> bool:
+    """Plays each seed's final agent against the entry's opponent (if it has one); writes the
+    counts in ``record``.
+
+    Seeds whose row already holds games against this opponent (same name and number of games) are
+    not played again; ``save`` runs after each seed, so a run killed here loses at most one seed's
+    games. Seed ``s`` plays its games with ``jax.random.key(s)``.
+
+    Args:
+      entry: the suite entry.
+      record: the environment's results.json record; each row of ``record["seeds"]`` gains
+        ``"opponent"``: ``{"name", "episodes", "max_steps"}`` and, per seat of
+        :data:`mz_jax.baseline.SEATS`, the wins, draws, losses and unfinished games.
+      env_workdir: the environment's (multi-seed) training run.
+      max_steps: steps a game may last (the run's ``eval_max_steps``).
+      save: writes results.json.
+      prefix: starts the progress lines (``[i/n] env``).
+
+    Returns:
+      True if every seed has its games; False if an agent could not be restored (the error is
+      printed and kept in ``record["opponent_error"]``; the next run tries again).
+    """
+    if entry.opponent is None:
+        return True
+    rows = record.get("seeds") or []
+    missing = [i for i, row in enumerate(rows) if not _has_opponent_results(row, entry)]
+    if not missing:
+        return True
+    print(
+        f"{prefix}: {len(missing)} seed(s) against {entry.opponent}, {entry.opponent_episodes} "
+        "games each (wins / draws / losses)",
+        flush=True,
+    )
+    for index in missing:
+        row = rows[index]
+        try:
+            agent = Agent.restore(env_workdir, seed_index=index)
+        except (FileNotFoundError, CheckpointError) as error:
+            record["opponent_error"] = str(error)
+            save()
+            print(f"{prefix}: games against {entry.opponent} failed: {error}", flush=True)
+            return False
+        started = time.monotonic()
+        result = jax.device_get(
+            agent.evaluate(
+                jax.random.key(row["seed"]),
+                num_episodes=entry.opponent_episodes,
+                max_steps=max_steps,
+                opponent=entry.opponent,
+            )
+        )
+        counts = baseline.outcome_counts(result.episode_return, result.completed)
+        row["opponent"] = {
+            "name": entry.opponent,
+            "episodes": entry.opponent_episodes,
+            "max_steps": max_steps,
+            **counts,
+        }
+        record.pop("opponent_error", None)
+        save()
+        print(
+            f"{prefix}: seed {row['seed']}: total {_count_line(counts['total'])}, moving first "
+            f"{_count_line(counts['moving_first'])}, moving second "
+            f"{_count_line(counts['moving_second'])} ({time.monotonic() - started:.0f} s)",
+            flush=True,
+        )
+    return True
+
+
 def run_suite(
     suite: str | Path,
     workdir: str | Path,
@@ -238,6 +417,9 @@ def run_suite(
       seed: the first seed (seeds ``seed`` to ``seed + num_seeds - 1``).
       env_steps: environment steps per run, replacing the presets' ``total_env_steps``.
       report: write ``report.md`` and the plots at the end.
+
+    An entry with an opponent plays it once trained (:func:`play_opponent`); an environment done
+    before whose seeds lack those games plays them on the next call.
 
     Returns:
       The contents of ``results.json``.
@@ -282,13 +464,17 @@ def run_suite(
 
     for index, entry in enumerate(entries, 1):
         config = configs[entry.env]
+        name = env_workdir_name(entry.env)
+        prefix = f"[{index}/{len(entries)}] {entry.env}"
+        against_opponent = {"max_steps": config.eval_max_steps, "save": save, "prefix": prefix}
         previous = results["environments"].get(entry.env, {})
         if previous.get("done"):
-            print(f"[{index}/{len(entries)}] {entry.env}: done before, not run again", flush=True)
+            print(f"{prefix}: done before, not run again", flush=True)
+            # The games against the opponent, if the last call ended before them.
+            play_opponent(entry, previous, workdir / name, **against_opponent)
             continue
-        name = env_workdir_name(entry.env)
         print(
-            f"[{index}/{len(entries)}] {entry.env}: preset {entry.preset or 'none'}, "
+            f"{prefix}: preset {entry.preset or 'none'}, "
             f"{num_seeds} seed(s), {config.total_env_steps:,} env steps -> {workdir / name}",
             flush=True,
         )
@@ -319,6 +505,7 @@ def run_suite(
         if summary["stopped_by_signal"]:
             print("stopped by a signal: run the same command again to resume", flush=True)
             return results
+        play_opponent(entry, record, workdir / name, **against_opponent)
     if report:
         print(f"report: {write_report(workdir)}", flush=True)
     return results

@@ -160,6 +160,59 @@ def test_report_aggregates_only_finished_environments(suite_dir):
     assert "| pgx:tic_tac_toe | 0 | 1 | zero by symmetry | wins every game |" in markdown
 
 
+def _games(wins, draws, losses, unfinished=0):
+    return {"wins": wins, "draws": draws, "losses": losses, "unfinished": unfinished}
+
+
+def test_report_games_against_an_opponent(suite_dir):
+    markdown = report.write_report(suite_dir, references=REFERENCES, num_resamples=100).read_text()
+    assert "Against an opponent" not in markdown  # no environment played one
+    results = json.loads((suite_dir / "results.json").read_text())
+    ttt = results["environments"]["pgx:tic_tac_toe"]
+    # 8 games a seed, 4 in each seat; seed 2's were not played (the run was stopped).
+    ttt["seeds"][0]["opponent"] = {
+        "name": "mcts:1000",
+        "episodes": 8,
+        "max_steps": 9,
+        "total": _games(1, 6, 1),
+        "moving_first": _games(1, 3, 0),
+        "moving_second": _games(0, 3, 1),
+    }
+    ttt["seeds"][1]["opponent"] = {
+        "name": "mcts:1000",
+        "episodes": 8,
+        "max_steps": 9,
+        "total": _games(0, 7, 0, 1),
+        "moving_first": _games(0, 4, 0),
+        "moving_second": _games(0, 3, 0, 1),
+    }
+    results["environments"]["gymnax:Breakout-MinAtar"]["opponent_error"] = "no checkpoint"
+    (suite_dir / "results.json").write_text(json.dumps(results))
+    markdown = report.write_report(suite_dir, references=REFERENCES, num_resamples=100).read_text()
+    section = markdown.split("## Against an opponent")[1].split("\n## ")[0]
+    assert "### pgx:tic_tac_toe" in section and "gymnax:CartPole-v1" not in section
+    table = section.split("### pgx:tic_tac_toe")[1].split("###")[0]
+    assert _row(table, "0") == [
+        "0",
+        "mcts:1000",
+        "8",
+        "25.0% / 75.0% / 0.0%",
+        "0.0% / 75.0% / 25.0%",
+        "12.5% / 75.0% / 12.5%",
+    ]
+    assert _row(table, "1") == [
+        "1",
+        "mcts:1000",
+        "8",
+        "0.0% / 100.0% / 0.0%",
+        "0.0% / 75.0% / 0.0% (25.0% unfinished)",
+        "0.0% / 87.5% / 0.0% (12.5% unfinished)",
+    ]
+    assert "| 2 |" not in table
+    breakout = section.split("### gymnax:Breakout-MinAtar")[1]
+    assert "Games against the opponent not played: no checkpoint" in breakout
+
+
 def test_report_writes_png_curves(suite_dir):
     markdown = report.write_report(suite_dir, references=REFERENCES, num_resamples=100).read_text()
     for name in ("gymnax_CartPole-v1", "pgx_tic_tac_toe"):
