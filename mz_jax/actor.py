@@ -13,7 +13,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from mz_jax import baseline, transforms
+from mz_jax import baseline, transforms, validation
 from mz_jax.envs import Env, EnvState, TimeStep
 from mz_jax.mcts import SearchConfig, search
 from mz_jax.types import Array, MuZeroNetwork, Params, Trajectory
@@ -27,12 +27,17 @@ class ActorState(NamedTuple):
       timestep: the latest time step of each environment (the observation to act on next).
       episode_return: ``[E]`` float32, return of the episode so far, from player 0's perspective.
       episode_length: ``[E]`` int32, steps of the episode so far.
+      explore_action: ``[E]`` int32, the exploratory action being repeated (εz-greedy; see
+        :func:`rollout`).
+      explore_steps_left: ``[E]`` int32, the steps it is still to be played for (0: none).
     """
 
     env_state: EnvState
     timestep: TimeStep
     episode_return: Array
     episode_length: Array
+    explore_action: Array
+    explore_steps_left: Array
 
 
 class RolloutStats(NamedTuple):
@@ -59,7 +64,23 @@ def init_actor(env: Env, key: Array, *, num_envs: int) -> ActorState:
         timestep=timestep,
         episode_return=jnp.zeros(num_envs, jnp.float32),
         episode_length=jnp.zeros(num_envs, jnp.int32),
+        explore_action=jnp.zeros(num_envs, jnp.int32),
+        explore_steps_left=jnp.zeros(num_envs, jnp.int32),
     )
+
+
+MAX_EXPLORATION_REPEAT = 10_000
+"""The longest an εz-greedy exploratory action is repeated (Dabney et al., 2021, truncate there)."""
+
+
+def zeta_durations(key: Array, exponent: float, shape: tuple[int, ...]) -> Array:
+    """Draws int32 durations ``n`` in ``[1, MAX_EXPLORATION_REPEAT]`` with ``P(n) ∝ n^-exponent``."""
+    # Inverse CDF: the first n whose cumulative probability exceeds a uniform draw.
+    n = jnp.arange(1, MAX_EXPLORATION_REPEAT + 1, dtype=jnp.float32)
+    cdf = jnp.cumsum(n ** -float(exponent))
+    u = jax.random.uniform(key, shape) * cdf[-1]
+    index = jnp.searchsorted(cdf, u, side="right")
+    return (jnp.minimum(index, MAX_EXPLORATION_REPEAT - 1) + 1).astype(jnp.int32)
 
 
 def _perspective_sign(player: Array, of_player: Array) -> Array:
@@ -78,6 +99,7 @@ def rollout(
     num_steps: int,
     temperature: float | Array = 1.0,
     random_action_probability: float | Array = 0.0,
+    exploration_repeat_exponent: float | None = None,
     record_final_observation: bool = False,
 ) -> tuple[ActorState, Trajectory, RolloutStats]:
     """Plays ``num_steps`` steps in every environment with search; returns data ``[T, E, ...]``.
@@ -92,10 +114,22 @@ def rollout(
     the search's policy stop there). At a Python 0 the program and its random numbers are those
     without the option.
 
+    With ``exploration_repeat_exponent`` μ > 1 (static; εz-greedy, Dabney et al., 2021), an
+    exploratory draw is repeated: its action is played for n steps, n from :func:`zeta_durations`
+    (``P(n) ∝ n^-μ``), or until the episode ends, without new draws meanwhile; where the repeated
+    action is illegal at a step, a fresh uniformly random legal one is played (and repeated) from
+    there. Every step that plays another action than the search's is ``exploratory``. None: n = 1
+    (plain ε-greedy).
+
     With ``record_final_observation`` (static), the observation and player a truncated transition
     reached are recorded too, so that reanalyse can refresh its ``bootstrap_value``; otherwise
     ``final_observation`` is a placeholder 0 per step (see :func:`transition_spec`).
     """
+
+    if exploration_repeat_exponent is not None:
+        validation.check(
+            "exploration_repeat_exponent", exploration_repeat_exponent, kind="argument"
+        )
 
     def step(carry, step_key):
         actor = carry
@@ -113,6 +147,7 @@ def rollout(
         num_envs = out.action.shape[0]
         action = out.action
         explore = jnp.zeros(num_envs, bool)
+        explore_action, steps_left = actor.explore_action, actor.explore_steps_left
         if not (
             isinstance(random_action_probability, int | float) and random_action_probability == 0
         ):
@@ -121,6 +156,21 @@ def rollout(
                 uniform_key, jnp.where(timestep.legal_action_mask, 0.0, -jnp.inf)
             ).astype(action.dtype)
             draws = jax.random.uniform(explore_key, (num_envs,)) < random_action_probability
+            if exploration_repeat_exponent is not None:
+                repeating = steps_left > 0
+                draws = draws & ~repeating
+                repeat_legal = jnp.take_along_axis(
+                    timestep.legal_action_mask, explore_action[:, None], axis=-1
+                )[:, 0]
+                random_action = jnp.where(
+                    repeating & repeat_legal, explore_action.astype(action.dtype), random_action
+                )
+                durations = zeta_durations(
+                    jax.random.fold_in(step_key, 2), exploration_repeat_exponent, (num_envs,)
+                )
+                steps_left = jnp.where(draws, durations, steps_left) - (draws | repeating)
+                explore_action = jnp.where(draws | repeating, random_action, explore_action)
+                draws = draws | repeating
             action = jnp.where(draws, random_action, action)
             # A random draw of the search's own action keeps the step on the search's policy.
             explore = action != out.action
@@ -167,6 +217,8 @@ def rollout(
             timestep=next_timestep,
             episode_return=jnp.where(done, 0.0, episode_return),
             episode_length=jnp.where(done, 0, episode_length),
+            explore_action=explore_action.astype(jnp.int32),
+            explore_steps_left=jnp.where(done, 0, steps_left).astype(jnp.int32),
         )
         return actor, (data, stats)
 

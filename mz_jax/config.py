@@ -186,6 +186,13 @@ class TrainConfig:
     probability, in [0, 1]: positions the agent's own play never reaches (a blunder to punish in a
     board game) get into the data. The policy target stays the search's, and the n-step value
     targets stop at such a step, bootstrapping from its search value."""
+    exploration_repeat_exponent: float | None = None
+    """εz-greedy (Dabney, Ostrovski and Barreto, 2021, "Temporally-extended ε-greedy
+    exploration"): with random_action_probability ε > 0 and this exponent μ > 1, an exploratory
+    draw plays one uniformly random legal action for n consecutive steps, n drawn from a zeta
+    distribution (``P(n) ∝ n^-μ``, n <= 10,000; 2 in the paper), instead of for one step. A
+    repeated action reaches states a single random step does not (MountainCar's and Acrobot's
+    swings); every repeated step is exploratory for the value targets. None: one step (ε-greedy)."""
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
     """The MuZero network."""
 
@@ -250,6 +257,13 @@ class TrainConfig:
         fractions = [f for f, _ in schedule]
         if fractions != sorted(fractions) or fractions[-1] < 1.0:
             fail("temperature_schedule", schedule, "fractions increasing and the last one >= 1.0")
+        if self.exploration_repeat_exponent is not None and self.random_action_probability == 0:
+            fail(
+                "exploration_repeat_exponent",
+                self.exploration_repeat_exponent,
+                "None while random_action_probability is 0 (it sets how long an exploratory "
+                "action lasts; with no exploratory actions it would do nothing)",
+            )
         # The replay keeps replay_capacity // num_envs time slots per environment stream; a stream
         # must hold one training sequence and one rollout.
         slots_needed = max(self.window_length, self.rollout_length)

@@ -109,6 +109,7 @@ def iteration(components: Components, state: RunState) -> tuple[RunState, Iterat
         num_steps=config.rollout_length,
         temperature=temperature,
         random_action_probability=config.random_action_probability,
+        exploration_repeat_exponent=config.exploration_repeat_exponent,
         record_final_observation=records_final_observation(components),
     )
     stats = jax.lax.psum(stats, AXIS)

@@ -153,6 +153,7 @@ RULES: dict[str, Rule] = {
     "max_consecutive_nonfinite": _POSITIVE,
     # Acting.
     "random_action_probability": _FRACTION,
+    "exploration_repeat_exponent": optional(number(1, 100, low_open=True)),
     # Evaluation, logging, checkpoints.
     "eval_every_env_steps": _COUNT,
     "eval_episodes": _POSITIVE,

@@ -270,3 +270,93 @@ def test_random_action_probability_explores_uniformly_over_legal_moves():
     # move is another cell (7/8): 7/16 of them.
     changed = float(np.mean(half != plain))
     assert abs(changed - 7 / 16) < 0.06, changed
+
+
+def test_zeta_durations_follow_n_to_the_minus_exponent():
+    draws = np.asarray(actor.zeta_durations(jax.random.key(0), 2.0, (200_000,)))
+    assert draws.min() >= 1 and draws.max() <= actor.MAX_EXPLORATION_REPEAT
+    # P(n) = n^-2 / sum_{m <= 10^4} m^-2; the sum is pi^2 / 6 less a tail of about 1 / 10^4.
+    normaliser = np.pi**2 / 6 - 1e-4
+    for n in (1, 2, 3):
+        expected = n**-2.0 / normaliser  # 0.608, 0.152, 0.068
+        observed = float(np.mean(draws == n))
+        assert abs(observed - expected) < 4 * np.sqrt(expected / 200_000), (n, observed)
+
+
+def test_exploratory_actions_are_repeated_for_their_drawn_durations():
+    """εz-greedy, stepped one step at a time: a repeated action is played until its steps run out
+    (or the episode ends), and the durations of fresh draws follow the zeta distribution."""
+    env = make_env("gymnax:CartPole-v1")
+    network, params = networks.make_mlp_network(
+        jax.random.key(0), observation_shape=(4,), num_actions=2, hidden_sizes=(8,), latent_size=8
+    )
+    config = SearchConfig(
+        policy="gumbel",
+        num_simulations=2,
+        max_num_considered_actions=2,
+        discount=0.99,
+        two_player=False,
+    )
+    num_envs, epsilon, exponent = 512, 0.3, 2.0
+
+    @jax.jit
+    def step(state, key):
+        return actor.rollout(
+            params,
+            key,
+            state,
+            env=env,
+            network=network,
+            search_config=config,
+            num_steps=1,
+            random_action_probability=epsilon,
+            exploration_repeat_exponent=exponent,
+        )
+
+    state = actor.init_actor(env, jax.random.key(1), num_envs=num_envs)
+    fresh_long, free_steps, lengths = 0, 0, []
+    for i in range(40):
+        before = jax.device_get(state)
+        state, trajectory, _ = step(state, jax.random.key(100 + i))
+        after, data = jax.device_get((state, trajectory))
+        action = data.action[0]
+        done = data.terminated[0] | data.truncated[0]
+        repeating = before.explore_steps_left > 0
+        # A repeated action is played (CartPole's actions are always legal) and counts down.
+        np.testing.assert_array_equal(action[repeating], before.explore_action[repeating])
+        expected_left = np.where(done, 0, before.explore_steps_left - 1)
+        np.testing.assert_array_equal(after.explore_steps_left[repeating], expected_left[repeating])
+        # No episode carries a repetition into the next one.
+        assert (after.explore_steps_left[done] == 0).all()
+        # Where nothing was repeated, a fresh draw lasting n >= 2 steps leaves n - 1 > 0 steps.
+        free = ~repeating & ~done
+        free_steps += int(free.sum())
+        started = free & (after.explore_steps_left > 0)
+        fresh_long += int(started.sum())
+        lengths += (after.explore_steps_left[started] + 1).tolist()
+        np.testing.assert_array_equal(action[started], after.explore_action[started])
+    # P(a draw) * P(n >= 2) = 0.3 * (1 - 0.608) = 0.118 of the free steps.
+    p_long = epsilon * (1 - 6 / np.pi**2)
+    rate = fresh_long / free_steps
+    assert abs(rate - p_long) < 4 * np.sqrt(p_long / free_steps), rate
+    # Given n >= 2: P(n = 2) = (1/4) / (pi^2/6 - 1) = 0.388.
+    share_two = float(np.mean(np.asarray(lengths) == 2))
+    expected_two = 0.25 / (np.pi**2 / 6 - 1)
+    assert abs(share_two - expected_two) < 4 * np.sqrt(expected_two / len(lengths)), share_two
+
+
+def test_rollout_refuses_a_repeat_exponent_of_one_or_less(setup):
+    env, network, params, config, _ = setup
+    state = actor.init_actor(env, jax.random.key(7), num_envs=NUM_ENVS)
+    with pytest.raises(ValueError, match=r"'exploration_repeat_exponent' = 1.0 .* \(1.0, 100.0\]"):
+        actor.rollout(
+            params,
+            jax.random.key(0),
+            state,
+            env=env,
+            network=network,
+            search_config=config,
+            num_steps=1,
+            random_action_probability=0.1,
+            exploration_repeat_exponent=1.0,
+        )

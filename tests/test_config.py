@@ -200,6 +200,18 @@ _INVALID = {
         "1.5",
         "[0.0, 1.0]",
     ),
+    "exploration_repeat_exponent at 1": (
+        lambda: TrainConfig(random_action_probability=0.1, exploration_repeat_exponent=1.0),
+        "exploration_repeat_exponent",
+        "1.0",
+        "(1.0, 100.0]",
+    ),
+    "exploration_repeat_exponent without exploration": (
+        lambda: TrainConfig(exploration_repeat_exponent=2.0),
+        "exploration_repeat_exponent",
+        "2.0",
+        "random_action_probability is 0",
+    ),
     "num_seeds zero": (lambda: TrainConfig(num_seeds=0), "num_seeds", "0", "[1, 2147483648]"),
     "search not a SearchConfig": (
         lambda: TrainConfig(search={"num_simulations": 8}),
