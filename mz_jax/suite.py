@@ -101,6 +101,7 @@ SUITES: dict[str, tuple[SuiteEntry, ...]] = {
         SuiteEntry("gymnax:CartPole-v1", "cartpole"),
         SuiteEntry("gymnax:Acrobot-v1", "cartpole", {"eval_max_steps": 500}),
         SuiteEntry("gymnax:MountainCar-v0", "cartpole", {"eval_max_steps": 200}),
+        SuiteEntry("gymnax:Catch-bsuite", "catch"),
     ),
     "minatar": tuple(
         SuiteEntry(f"gymnax:{game}-MinAtar", **_MINATAR)

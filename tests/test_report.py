@@ -14,7 +14,12 @@ from mz_jax.workdir import sanitise
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SUITES = {
-    "classic": ["gymnax:CartPole-v1", "gymnax:Acrobot-v1", "gymnax:MountainCar-v0"],
+    "classic": [
+        "gymnax:CartPole-v1",
+        "gymnax:Acrobot-v1",
+        "gymnax:MountainCar-v0",
+        "gymnax:Catch-bsuite",
+    ],
     "minatar": [
         "gymnax:Asterix-MinAtar",
         "gymnax:Breakout-MinAtar",
