@@ -54,7 +54,9 @@ def goal_rate(name: str, exponent: float | None, *, num_envs: int, num_steps: in
     @jax.jit
     def play(key):
         init_key, rollout_key = jax.random.split(key)
-        state = actor.init_actor(env, init_key, num_envs=num_envs)
+        state = actor.init_actor(
+            env, init_key, num_envs=num_envs, repeat_exploration=exponent is not None
+        )
         _, trajectory, stats = actor.rollout(
             params,
             rollout_key,

@@ -28,16 +28,17 @@ class ActorState(NamedTuple):
       episode_return: ``[E]`` float32, return of the episode so far, from player 0's perspective.
       episode_length: ``[E]`` int32, steps of the episode so far.
       explore_action: ``[E]`` int32, the exploratory action being repeated (εz-greedy; see
-        :func:`rollout`).
-      explore_steps_left: ``[E]`` int32, the steps it is still to be played for (0: none).
+        :func:`rollout`), or None where exploratory actions are not repeated (the state then has
+        the leaves, and the checkpoints the layout, it had before εz-greedy existed).
+      explore_steps_left: ``[E]`` int32, the steps it is still to be played for (0: none), or None.
     """
 
     env_state: EnvState
     timestep: TimeStep
     episode_return: Array
     episode_length: Array
-    explore_action: Array
-    explore_steps_left: Array
+    explore_action: Array | None = None
+    explore_steps_left: Array | None = None
 
 
 class RolloutStats(NamedTuple):
@@ -56,16 +57,20 @@ class RolloutStats(NamedTuple):
     nonfinite: Array
 
 
-def init_actor(env: Env, key: Array, *, num_envs: int) -> ActorState:
-    """Resets ``num_envs`` environments."""
+def init_actor(
+    env: Env, key: Array, *, num_envs: int, repeat_exploration: bool = False
+) -> ActorState:
+    """Resets ``num_envs`` environments; with ``repeat_exploration``, the state also carries the
+    repeated exploratory actions of εz-greedy (``rollout(..., exploration_repeat_exponent=μ)``)."""
     env_state, timestep = jax.vmap(env.reset)(jax.random.split(key, num_envs))
+    zeros = jnp.zeros(num_envs, jnp.int32) if repeat_exploration else None
     return ActorState(
         env_state=env_state,
         timestep=timestep,
         episode_return=jnp.zeros(num_envs, jnp.float32),
         episode_length=jnp.zeros(num_envs, jnp.int32),
-        explore_action=jnp.zeros(num_envs, jnp.int32),
-        explore_steps_left=jnp.zeros(num_envs, jnp.int32),
+        explore_action=zeros,
+        explore_steps_left=zeros,
     )
 
 
@@ -130,6 +135,11 @@ def rollout(
         validation.check(
             "exploration_repeat_exponent", exploration_repeat_exponent, kind="argument"
         )
+        if state.explore_steps_left is None:
+            raise ValueError(
+                "exploration_repeat_exponent needs an actor state that carries the repeated "
+                "actions: init_actor(..., repeat_exploration=True)"
+            )
 
     def step(carry, step_key):
         actor = carry
@@ -170,6 +180,8 @@ def rollout(
                 )
                 steps_left = jnp.where(draws, durations, steps_left) - (draws | repeating)
                 explore_action = jnp.where(draws | repeating, random_action, explore_action)
+                explore_action = explore_action.astype(jnp.int32)
+                steps_left = steps_left.astype(jnp.int32)
                 draws = draws | repeating
             action = jnp.where(draws, random_action, action)
             # A random draw of the search's own action keeps the step on the search's policy.
@@ -217,8 +229,8 @@ def rollout(
             timestep=next_timestep,
             episode_return=jnp.where(done, 0.0, episode_return),
             episode_length=jnp.where(done, 0, episode_length),
-            explore_action=explore_action.astype(jnp.int32),
-            explore_steps_left=jnp.where(done, 0, steps_left).astype(jnp.int32),
+            explore_action=explore_action,
+            explore_steps_left=None if steps_left is None else jnp.where(done, 0, steps_left),
         )
         return actor, (data, stats)
 

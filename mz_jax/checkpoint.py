@@ -46,7 +46,15 @@ from mz_jax.checkpoint_diagnostics import (
     short_reason,
     silence_closed_loop_callbacks,
 )
-from mz_jax.state_bytes import from_saveable, nonfinite_leaves, state_digest, to_host, to_saveable
+from mz_jax.state_bytes import (
+    from_orbax,
+    nonfinite_leaves,
+    orbax_tree,
+    state_digest,
+    to_host,
+    to_orbax,
+    to_saveable,
+)
 from mz_jax.workdir import CHECKPOINT_DIR, CORRUPTED_DIR
 
 _TMP_MARKER = ".orbax-checkpoint-tmp"
@@ -146,6 +154,7 @@ class Checkpointer:
         self.wait()  # a failure of the previous save is that save's, and is reported as such
         if step in self.manager.all_steps():
             return True
+        # Hashed in the state's own structure (its NamedTuples), saved in orbax's (to_orbax).
         host_state = jax.tree.map(to_host, to_saveable(state))
         bad = nonfinite_leaves(host_state)
         if bad:
@@ -164,7 +173,8 @@ class Checkpointer:
             self.manager.save(
                 step,
                 args=ocp.args.Composite(
-                    state=ocp.args.StandardSave(host_state), meta=ocp.args.JsonSave(meta)
+                    state=ocp.args.StandardSave(orbax_tree(host_state)),
+                    meta=ocp.args.JsonSave(meta),
                 ),
                 force=True,
             )
@@ -227,20 +237,20 @@ class Checkpointer:
         except Exception as error:
             detail = f"is unreadable: its array metadata cannot be read ({short_reason(error)})"
             raise failed(detail) from error
-        difference = layout_difference(saved, layout(to_saveable(abstract_state)))
+        difference = layout_difference(saved, layout(to_orbax(abstract_state)))
         if difference:
             raise failed(f"holds a state of other shapes: {difference}", corrupt=False)
         try:
             restored = self.manager.restore(
                 step,
                 args=ocp.args.Composite(
-                    state=ocp.args.StandardRestore(to_saveable(abstract_state)),
+                    state=ocp.args.StandardRestore(to_orbax(abstract_state)),
                     meta=ocp.args.JsonRestore(),
                 ),
             )
         except Exception as error:  # orbax and tensorstore raise many kinds
             raise failed(f"is unreadable ({short_reason(error)})") from error
-        state = from_saveable(restored.state, abstract_state)
+        state = from_orbax(restored.state, abstract_state)
         meta = dict(restored.meta or {})
         if meta.get("sha256") != state_digest(state):
             raise failed("is corrupted: its content hash does not match the one saved with it")

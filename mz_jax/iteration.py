@@ -59,7 +59,12 @@ def init(components: Components, seed: int | Array) -> RunState:
     return RunState(
         train=learner.init_train_state(params, components.optimizer),
         target_params=jax.tree.map(jnp.copy, params),
-        actor=actor_lib.init_actor(env, actor_key, num_envs=config.num_envs),
+        actor=actor_lib.init_actor(
+            env,
+            actor_key,
+            num_envs=config.num_envs,
+            repeat_exploration=config.exploration_repeat_exponent is not None,
+        ),
         replay=replay_lib.init(
             actor_lib.transition_spec(env, final_observation=records_final_observation(components)),
             capacity=config.replay_capacity,

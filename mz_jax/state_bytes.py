@@ -1,7 +1,8 @@
 """The training state as the bytes a checkpoint holds, on the host.
 
 Typed PRNG keys become their raw ``uint32`` data (orbax stores plain arrays) and back
-(:func:`to_saveable`, :func:`from_saveable`); :func:`to_host` copies a leaf out of reach of a later
+(:func:`to_saveable`, :func:`from_saveable`), in the layout orbax stores (:func:`to_orbax`,
+:func:`from_orbax`); :func:`to_host` copies a leaf out of reach of a later
 donating step; :func:`state_digest` is the SHA-256 content hash saved beside each checkpoint and
 :func:`nonfinite_leaves` names the leaves holding a NaN or an infinity. Used by
 :mod:`mz_jax.checkpoint`.
@@ -31,6 +32,54 @@ def to_saveable(state: Any) -> Any:
     """Typed PRNG keys become their raw uint32 data (orbax stores plain arrays); works on abstract
     (``jax.ShapeDtypeStruct``) states too."""
     return jax.tree.map(lambda x: _key_data(x) if _is_key(x) else x, state)
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def orbax_tree(tree: Any) -> Any:
+    """``tree`` with every NamedTuple as a dict of its fields less those that are None.
+
+    orbax stores a NamedTuple's fields by name, and a None field as an entry of its own; a state
+    that gains an optional field (None unless an option is on, like the actor's εz-greedy carry)
+    would then no longer restore the checkpoints written before it existed. Without the None
+    entries a run that does not use the option saves and restores exactly the layout it had.
+    Subtrees of other node types (dataclasses of environments) are kept as they are.
+    """
+    if _is_namedtuple(tree):
+        return {f: orbax_tree(v) for f, v in zip(tree._fields, tree, strict=True) if v is not None}
+    if isinstance(tree, dict):
+        return {k: orbax_tree(v) for k, v in tree.items()}
+    if isinstance(tree, list | tuple):
+        return type(tree)(orbax_tree(v) for v in tree)
+    return tree
+
+
+def to_orbax(state: Any) -> Any:
+    """The state as orbax stores it: :func:`orbax_tree` of :func:`to_saveable`."""
+    return orbax_tree(to_saveable(state))
+
+
+def from_orbax(saved: Any, like: Any) -> Any:
+    """Inverse of :func:`to_orbax`: ``saved`` in the structure of ``like`` (its NamedTuples, its
+    None fields), typed keys restored."""
+
+    def rebuild(tree: Any, ref: Any) -> Any:
+        if _is_namedtuple(ref):
+            return type(ref)(
+                *(
+                    None if v is None else rebuild(tree[f], v)
+                    for f, v in zip(ref._fields, ref, strict=True)
+                )
+            )
+        if isinstance(ref, dict):
+            return {k: rebuild(tree[k], v) for k, v in ref.items()}
+        if isinstance(ref, list | tuple):
+            return type(ref)(rebuild(t, v) for t, v in zip(tree, ref, strict=True))
+        return tree
+
+    return from_saveable(rebuild(saved, to_saveable(like)), like)
 
 
 def _key_impl(ref: Any) -> Any:

@@ -313,7 +313,7 @@ def test_exploratory_actions_are_repeated_for_their_drawn_durations():
             exploration_repeat_exponent=exponent,
         )
 
-    state = actor.init_actor(env, jax.random.key(1), num_envs=num_envs)
+    state = actor.init_actor(env, jax.random.key(1), num_envs=num_envs, repeat_exploration=True)
     fresh_long, free_steps, lengths = 0, 0, []
     for i in range(40):
         before = jax.device_get(state)
@@ -359,4 +359,26 @@ def test_rollout_refuses_a_repeat_exponent_of_one_or_less(setup):
             num_steps=1,
             random_action_probability=0.1,
             exploration_repeat_exponent=1.0,
+        )
+
+
+def test_repeated_exploration_needs_a_state_that_carries_it(setup):
+    env, network, params, config, _ = setup
+    plain = actor.init_actor(env, jax.random.key(7), num_envs=NUM_ENVS)
+    # Without repetition the state has exactly the leaves it had before εz-greedy (checkpoints of
+    # older runs keep restoring); with it, two [E] int32 arrays more.
+    carrying = actor.init_actor(env, jax.random.key(7), num_envs=NUM_ENVS, repeat_exploration=True)
+    assert len(jax.tree.leaves(carrying)) == len(jax.tree.leaves(plain)) + 2
+    assert plain.explore_action is None and plain.explore_steps_left is None
+    with pytest.raises(ValueError, match="repeat_exploration=True"):
+        actor.rollout(
+            params,
+            jax.random.key(0),
+            plain,
+            env=env,
+            network=network,
+            search_config=config,
+            num_steps=1,
+            random_action_probability=0.1,
+            exploration_repeat_exponent=2.0,
         )

@@ -273,3 +273,33 @@ def test_write_atomically_leaves_no_temporary_file(tmp_path):
     workdir_lib.write_atomically(path, json.dumps({"a": 2}))
     assert json.loads(path.read_text()) == {"a": 2}
     assert [p.name for p in tmp_path.iterdir()] == ["config.json"]
+
+
+class StateWithOption(NamedTuple):
+    """State, grown by an optional field that is None unless an option is on (as the actor state
+    grew by the εz-greedy carry)."""
+
+    params: dict
+    key: jax.Array
+    step: jax.Array
+    option: jax.Array | None = None
+
+
+def test_a_state_grown_by_an_optional_field_restores_older_checkpoints(tmp_path):
+    _save_steps(tmp_path, [3])  # written by a State, which has no 'option'
+    old = _state(3)
+    grown = StateWithOption(old.params, old.key, old.step)
+    checkpointer = Checkpointer(tmp_path)
+    step, state, _ = checkpointer.restore_latest(_abstract(grown))
+    assert step == 3 and type(state) is StateWithOption and state.option is None
+    np.testing.assert_array_equal(np.asarray(state.params["w"]), np.asarray(old.params["w"]))
+    assert int(state.step) == 3
+    assert jax.random.uniform(state.key) == jax.random.uniform(jax.random.key(3))
+    # With the option on, the field is saved and restored like any other array.
+    with_option = grown._replace(option=jnp.arange(5, dtype=jnp.int32), step=jnp.int32(4))
+    checkpointer.save(4, with_option)
+    checkpointer.wait()
+    step, state, _ = checkpointer.restore_latest(_abstract(with_option))
+    checkpointer.close()
+    assert step == 4
+    np.testing.assert_array_equal(np.asarray(state.option), np.arange(5))
