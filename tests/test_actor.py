@@ -345,10 +345,22 @@ def test_exploratory_actions_are_repeated_for_their_drawn_durations():
     assert abs(share_two - expected_two) < 4 * np.sqrt(expected_two / len(lengths)), share_two
 
 
-def test_rollout_refuses_a_repeat_exponent_of_one_or_less(setup):
+@pytest.mark.parametrize(
+    "exponent, repeat_exploration, message",
+    [
+        (1.0, True, r"'exploration_repeat_exponent' = 1.0 .* \(1.0, 100.0\]"),
+        (2.0, False, "repeat_exploration=True"),
+    ],
+    ids=["exponent of 1", "state without the carry"],
+)
+def test_repeated_exploration_is_refused_with_a_message(
+    setup, exponent, repeat_exploration, message
+):
     env, network, params, config, _ = setup
-    state = actor.init_actor(env, jax.random.key(7), num_envs=NUM_ENVS)
-    with pytest.raises(ValueError, match=r"'exploration_repeat_exponent' = 1.0 .* \(1.0, 100.0\]"):
+    state = actor.init_actor(
+        env, jax.random.key(7), num_envs=NUM_ENVS, repeat_exploration=repeat_exploration
+    )
+    with pytest.raises(ValueError, match=message):
         actor.rollout(
             params,
             jax.random.key(0),
@@ -358,27 +370,17 @@ def test_rollout_refuses_a_repeat_exponent_of_one_or_less(setup):
             search_config=config,
             num_steps=1,
             random_action_probability=0.1,
-            exploration_repeat_exponent=1.0,
+            exploration_repeat_exponent=exponent,
         )
 
 
-def test_repeated_exploration_needs_a_state_that_carries_it(setup):
-    env, network, params, config, _ = setup
+def test_only_repeated_exploration_adds_to_the_actor_state(setup):
+    env = setup[0]
     plain = actor.init_actor(env, jax.random.key(7), num_envs=NUM_ENVS)
     # Without repetition the state has exactly the leaves it had before εz-greedy (checkpoints of
     # older runs keep restoring); with it, two [E] int32 arrays more.
     carrying = actor.init_actor(env, jax.random.key(7), num_envs=NUM_ENVS, repeat_exploration=True)
     assert len(jax.tree.leaves(carrying)) == len(jax.tree.leaves(plain)) + 2
     assert plain.explore_action is None and plain.explore_steps_left is None
-    with pytest.raises(ValueError, match="repeat_exploration=True"):
-        actor.rollout(
-            params,
-            jax.random.key(0),
-            plain,
-            env=env,
-            network=network,
-            search_config=config,
-            num_steps=1,
-            random_action_probability=0.1,
-            exploration_repeat_exponent=2.0,
-        )
+    assert carrying.explore_steps_left.shape == (NUM_ENVS,)
+    assert carrying.explore_steps_left.dtype == jnp.int32
