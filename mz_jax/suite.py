@@ -40,20 +40,17 @@ from __future__ import annotations
 import json
 import time
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import jax
-
-from mz_jax import baseline
-from mz_jax.agent import Agent
 from mz_jax.checkpoint import CheckpointError
 from mz_jax.config import TrainConfig
 from mz_jax.envs import make_env
 from mz_jax.presets import PresetError, load_preset
 from mz_jax.report import write_report
 from mz_jax.run import NonFiniteError, run_training
+from mz_jax.suite_opponent import DEFAULT_OPPONENT_EPISODES, check_opponent, play_opponent
 from mz_jax.suite_results import evaluation_curves
 from mz_jax.workdir import (
     RESULTS_FILE,
@@ -62,9 +59,6 @@ from mz_jax.workdir import (
     sanitise,
     write_atomically,
 )
-
-DEFAULT_OPPONENT_EPISODES = 200
-"""Games per seed against a suite entry's opponent unless it says otherwise."""
 
 _ENTRY_KEYS = ("env", "preset", "overrides", "opponent", "opponent_episodes")
 
@@ -131,7 +125,7 @@ def load_suite(suite: str | Path) -> tuple[SuiteEntry, ...]:
     Raises:
       ValueError: an unknown suite name (listing the built-in ones), a missing or malformed file,
         a duplicated environment, or an entry without ``env``, with unknown keys or with an
-        opponent it cannot have (see :func:`check_opponent`).
+        opponent it cannot have (see :func:`mz_jax.suite_opponent.check_opponent`).
     """
     name = str(suite)
     if name in SUITES:
@@ -191,48 +185,6 @@ def load_suite(suite: str | Path) -> tuple[SuiteEntry, ...]:
     return tuple(entries)
 
 
-def check_opponent(entry: SuiteEntry, *, where: str | None = None) -> None:
-    """Checks an entry's ``opponent`` and ``opponent_episodes`` (nothing to check without one).
-
-    Args:
-      entry: the suite entry.
-      where: how error messages name the entry; default its environment.
-
-    Raises:
-      ValueError: an opponent :func:`mz_jax.baseline.parse_opponent` refuses, an opponent for a
-        single-player environment, ``mcts:N`` for a game that is not pgx's, or
-        ``opponent_episodes`` other than an integer >= 2 (a game in each seat), each naming the
-        field, its value and what is allowed.
-    """
-    if entry.opponent is None:
-        return
-    where = entry.env if where is None else where
-    try:
-        baseline.parse_opponent(entry.opponent)
-    except ValueError:
-        raise ValueError(
-            f"{where}: 'opponent' = {entry.opponent!r} is invalid: allowed "
-            f"{baseline.ALLOWED_OPPONENTS}"
-        ) from None
-    episodes = entry.opponent_episodes
-    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 2:
-        raise ValueError(
-            f"{where}: 'opponent_episodes' = {episodes!r} is invalid: allowed an integer >= 2 "
-            "(games per seed, half of them moving first)"
-        )
-    env = make_env(entry.env)  # an unknown name fails here, listing close matches
-    if env.num_players != 2:
-        raise ValueError(
-            f"{where}: 'opponent' = {entry.opponent!r}: {entry.env} is a single-player "
-            "environment; an opponent needs a two-player game"
-        )
-    if entry.opponent != "random":
-        try:  # mcts:N searches the true game: pgx games only
-            baseline.game_of(env, entry.opponent)
-        except ValueError as error:
-            raise ValueError(f"{where}: 'opponent' = {entry.opponent!r}: {error}") from None
-
-
 def entry_config(
     entry: SuiteEntry, *, num_seeds: int, seed: int = 0, env_steps: int | None = None
 ) -> TrainConfig:
@@ -241,7 +193,7 @@ def entry_config(
     Raises:
       ValueError: an unknown field or invalid value (naming it), a run without an end or without
         evaluations (a suite needs both), or an opponent the entry cannot have
-        (:func:`check_opponent`).
+        (:func:`mz_jax.suite_opponent.check_opponent`).
     """
     check_opponent(entry)
     try:
@@ -307,98 +259,6 @@ def seed_results(env_workdir: Path, seeds: list[int]) -> list[dict]:
     return results
 
 
-def _has_opponent_results(row: dict, entry: SuiteEntry) -> bool:
-    """Whether a seed's row of results.json holds its games against the entry's opponent."""
-    games = row.get("opponent")
-    return (
-        isinstance(games, dict)
-        and games.get("name") == entry.opponent
-        and games.get("episodes") == entry.opponent_episodes
-    )
-
-
-def _count_line(counts: dict[str, int]) -> str:
-    line = f"{counts['wins']} / {counts['draws']} / {counts['losses']}"
-    return line + (f" ({counts['unfinished']} unfinished)" if counts["unfinished"] else "")
-
-
-def play_opponent(
-    entry: SuiteEntry,
-    record: dict,
-    env_workdir: Path,
-    *,
-    max_steps: int,
-    save: Callable[[], None],
-    prefix: str,
-) -> bool:
-    """Plays each seed's final agent against the entry's opponent (if it has one); writes the
-    counts in ``record``.
-
-    Seeds whose row already holds games against this opponent (same name and number of games) are
-    not played again; ``save`` runs after each seed, so a run killed here loses at most one seed's
-    games. Seed ``s`` plays its games with ``jax.random.key(s)``.
-
-    Args:
-      entry: the suite entry.
-      record: the environment's results.json record; each row of ``record["seeds"]`` gains
-        ``"opponent"``: ``{"name", "episodes", "max_steps"}`` and, per seat of
-        :data:`mz_jax.baseline.SEATS`, the wins, draws, losses and unfinished games.
-      env_workdir: the environment's (multi-seed) training run.
-      max_steps: steps a game may last (the run's ``eval_max_steps``).
-      save: writes results.json.
-      prefix: starts the progress lines (``[i/n] env``).
-
-    Returns:
-      True if every seed has its games; False if an agent could not be restored (the error is
-      printed and kept in ``record["opponent_error"]``; the next run tries again).
-    """
-    if entry.opponent is None:
-        return True
-    rows = record.get("seeds") or []
-    missing = [i for i, row in enumerate(rows) if not _has_opponent_results(row, entry)]
-    if not missing:
-        return True
-    print(
-        f"{prefix}: {len(missing)} seed(s) against {entry.opponent}, {entry.opponent_episodes} "
-        "games each (wins / draws / losses)",
-        flush=True,
-    )
-    for index in missing:
-        row = rows[index]
-        try:
-            agent = Agent.restore(env_workdir, seed_index=index)
-        except (FileNotFoundError, CheckpointError) as error:
-            record["opponent_error"] = str(error)
-            save()
-            print(f"{prefix}: games against {entry.opponent} failed: {error}", flush=True)
-            return False
-        started = time.monotonic()
-        result = jax.device_get(
-            agent.evaluate(
-                jax.random.key(row["seed"]),
-                num_episodes=entry.opponent_episodes,
-                max_steps=max_steps,
-                opponent=entry.opponent,
-            )
-        )
-        counts = baseline.outcome_counts(result.episode_return, result.completed)
-        row["opponent"] = {
-            "name": entry.opponent,
-            "episodes": entry.opponent_episodes,
-            "max_steps": max_steps,
-            **counts,
-        }
-        record.pop("opponent_error", None)
-        save()
-        print(
-            f"{prefix}: seed {row['seed']}: total {_count_line(counts['total'])}, moving first "
-            f"{_count_line(counts['moving_first'])}, moving second "
-            f"{_count_line(counts['moving_second'])} ({time.monotonic() - started:.0f} s)",
-            flush=True,
-        )
-    return True
-
-
 def run_suite(
     suite: str | Path,
     workdir: str | Path,
@@ -419,7 +279,7 @@ def run_suite(
       env_steps: environment steps per run, replacing the presets' ``total_env_steps``.
       report: write ``report.md`` and the plots at the end.
 
-    An entry with an opponent plays it once trained (:func:`play_opponent`); an environment done
+    An entry with an opponent plays it once trained (:func:`mz_jax.suite_opponent.play_opponent`); an environment done
     before whose seeds lack those games plays them on the next call.
 
     Returns:

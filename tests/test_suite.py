@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import pytest
 
-from mz_jax import cli, suite
+from mz_jax import cli, suite, suite_opponent
 from mz_jax.actor import EvalResult
 from mz_jax.metrics import EVAL_RETURN
 from mz_jax.presets import load_preset
@@ -218,7 +218,7 @@ def test_the_readme_suite_file_is_valid(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Opponents: board games play one after training (suite.play_opponent).
+# Opponents: board games play one after training (suite_opponent.play_opponent).
 
 
 def _opponent_suite(path, entries):
@@ -394,7 +394,7 @@ class _FakeSuiteRun:
                 )
 
         monkeypatch.setattr(suite, "run_training", run_training)
-        monkeypatch.setattr(suite, "Agent", Agent)
+        monkeypatch.setattr(suite_opponent, "Agent", Agent)
 
 
 def _board_suite(tmp_path, c4_opponent="random", c4_games=4):
