@@ -72,12 +72,13 @@ def test_list_envs_holds_the_expected_names():
         "gymnax:Breakout-MinAtar",
         "pgx:tic_tac_toe",
         "pgx:connect_four",
+        "toy:gamble",
     ]:
         assert name in names
     # Continuous gymnax environments and games with more than two players are not supported.
     for name in ["gymnax:Pendulum-v1", "gymnax:MountainCarContinuous-v0", "pgx:sparrow_mahjong"]:
         assert name not in names
-    assert all(name.startswith(("gymnax:", "pgx:")) for name in names)
+    assert all(name.startswith(("gymnax:", "pgx:", "toy:")) for name in names)
     assert len(names) == len(set(names))
 
 

@@ -136,7 +136,7 @@ def test_register_env_passes_arguments_and_checks_what_it_gets(monkeypatch):
     with pytest.raises(ValueError, match="register_env") as error:
         envs.make_env("custom:dumy")
     assert "'custom:dummy'" in str(error.value)  # offered as a close match
-    for bad_name in ("gymnax:mine", "pgx:mine", "", 3):
+    for bad_name in ("gymnax:mine", "pgx:mine", "toy:mine", "", 3):
         with pytest.raises(ValueError, match="must be a non-empty str"):
             envs.register_env(bad_name, factory)
     with pytest.raises(ValueError, match="callable"):

@@ -12,8 +12,9 @@ next episode; what the ending transition reached is kept in ``timestep.final_obs
 bootstrap a value across a time-limit truncation). This is the Anakin setting of the Podracer paper
 (Hessel et al., 2021): acting runs as one compiled program and never returns to the host to reset.
 
-Names are ``"gymnax:<id>"`` (every discrete-action gymnax environment) or ``"pgx:<id>"`` (every
-single-player or two-player pgx game), or a name given to :func:`register_env` (by convention
+Names are ``"gymnax:<id>"`` (every discrete-action gymnax environment), ``"pgx:<id>"`` (every
+single-player or two-player pgx game), ``"toy:<id>"`` (small ones of our own with known optimal
+policies, :mod:`~mz_jax.envs.toy`: ``toy:gamble``), or a name given to :func:`register_env` (by convention
 ``"custom:<id>"``) for an environment of your own; :func:`list_envs` gives them all.
 
 Backend notes:
@@ -59,10 +60,12 @@ from typing import Any
 from mz_jax.envs.base import Env, EnvState, TimeStep
 from mz_jax.envs.gymnax_adapter import GYMNAX_PREFIX, gymnax_catalog, gymnax_ids, make_gymnax
 from mz_jax.envs.pgx_adapter import MORE_THAN_TWO_PLAYERS, PGX_PREFIX, make_pgx, pgx_ids
+from mz_jax.envs.toy import TOY_ENVS, TOY_PREFIX
 
 __all__ = [
     "GYMNAX_PREFIX",
     "PGX_PREFIX",
+    "TOY_PREFIX",
     "Env",
     "EnvState",
     "TimeStep",
@@ -124,12 +127,21 @@ def make_env(name: str, *, max_episode_steps: int | None = None, **kwargs: Any) 
                     f"pgx games take no keyword arguments, got {sorted(kwargs)} for {name!r}."
                 )
             return make_pgx(env_id, max_episode_steps)
+    elif name.startswith(TOY_PREFIX):
+        env_id = name[len(TOY_PREFIX) :]
+        if env_id in TOY_ENVS:
+            try:
+                return TOY_ENVS[env_id](max_episode_steps=max_episode_steps, **kwargs)
+            except TypeError as error:
+                raise ValueError(
+                    f"Bad keyword arguments {sorted(kwargs)} for {name!r}: {error}"
+                ) from error
     raise ValueError(_unknown_name_message(name, list_envs()))
 
 
 def list_envs() -> list[str]:
-    """Every name :func:`make_env` supports: gymnax ones first (registry order), then pgx ones, then
-    those given to :func:`register_env` (in order of registration).
+    """Every name :func:`make_env` supports: gymnax ones first (registry order), then pgx ones, the
+    ``toy:`` ones, then those given to :func:`register_env` (in order of registration).
 
     Builds each gymnax environment once (cached) to check that it constructs and has discrete actions;
     pgx games are not built (some take seconds), only those with more than two players are left out.
@@ -146,17 +158,18 @@ def register_env(name: str, factory: Callable[..., Env]) -> None:
     again replaces its factory.
 
     Args:
-      name: not starting with ``"gymnax:"`` or ``"pgx:"``; use ``"custom:<id>"``, which
+      name: not starting with ``"gymnax:"``, ``"pgx:"`` or ``"toy:"``; use ``"custom:<id>"``, which
         :class:`mz_jax.TrainConfig` accepts (it asks for a ``':'``).
       factory: called with the keyword ``max_episode_steps`` (an int or None) and any keyword
         arguments of ``make_env``; returns an :class:`Env`, used as it is (set its ``reward_bound``
         where the largest |reward| of a transition is known; None leaves the supports to be set by
         hand).
     """
-    if not isinstance(name, str) or not name or name.startswith((GYMNAX_PREFIX, PGX_PREFIX)):
+    reserved = (GYMNAX_PREFIX, PGX_PREFIX, TOY_PREFIX)
+    if not isinstance(name, str) or not name or name.startswith(reserved):
         raise ValueError(
-            f"a registered name must be a non-empty str not starting with {GYMNAX_PREFIX!r} or "
-            f"{PGX_PREFIX!r} (e.g. 'custom:corridor'); got {name!r}."
+            f"a registered name must be a non-empty str not starting with {', '.join(reserved)} "
+            f"(e.g. 'custom:corridor'); got {name!r}."
         )
     if not callable(factory):
         raise ValueError(f"factory must be callable; got {factory!r}.")
@@ -167,6 +180,7 @@ def register_env(name: str, factory: Callable[..., Env]) -> None:
 def _supported_names() -> tuple[str, ...]:
     names = [GYMNAX_PREFIX + env_id for env_id, ok in gymnax_catalog().items() if ok]
     names += [PGX_PREFIX + env_id for env_id in pgx_ids() if env_id not in MORE_THAN_TWO_PLAYERS]
+    names += [TOY_PREFIX + env_id for env_id in TOY_ENVS]
     return tuple(names)
 
 
@@ -184,7 +198,7 @@ def _unknown_name_message(name: str, supported: list[str]) -> str:
     rest = [candidate for candidate in supported if candidate not in close]
     hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
     return (
-        f"Unknown environment name {name!r}; names are 'gymnax:<id>', 'pgx:<id>' or one given to "
-        f"mz_jax.envs.register_env.{hint} "
+        f"Unknown environment name {name!r}; names are 'gymnax:<id>', 'pgx:<id>', 'toy:<id>' or "
+        f"one given to mz_jax.envs.register_env.{hint} "
         f"Available: {', '.join(close + rest)}."
     )
