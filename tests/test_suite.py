@@ -65,6 +65,8 @@ def test_built_in_suites_have_valid_configurations():
         num_seeds=1,
     )
     assert freeway.network.kind == "resnet" and freeway.eval_max_steps == 2_500
+    # The built-in minatar suite trains the MLP, which runs on a CPU.
+    assert all(entry_config(e, num_seeds=1).network.kind == "mlp" for e in SUITES["minatar"])
 
 
 def test_suite_file_overrides_nested_fields(tmp_path):
