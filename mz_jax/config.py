@@ -191,6 +191,13 @@ class TrainConfig:
     probability, in [0, 1]: positions the agent's own play never reaches (a blunder to punish in a
     board game) get into the data. The policy target stays the search's, and the n-step value
     targets stop at such a step, bootstrapping from its search value."""
+    stop_value_targets_at_exploration: bool = True
+    """With random_action_probability > 0: True stops each n-step value target at the first
+    exploratory step, bootstrapping from its value (the value of the search's policy: a random
+    blunder does not lower it). False lets the targets run through exploratory steps (the value of
+    the policy that acted, exploration included), so that a goal reached by exploration reaches the
+    values of the states before it: what sparse-goal environments need (Acrobot: with εz-greedy
+    exploration, the stopped targets left the value flat across states)."""
     exploration_repeat_exponent: float | None = None
     """εz-greedy (Dabney, Ostrovski and Barreto, 2021, "Temporally-extended ε-greedy
     exploration"): with random_action_probability ε > 0 and this exponent μ > 1, an exploratory

@@ -184,6 +184,7 @@ def _learn(
             next_observation=config.consistency_loss_weight > 0
             or config.network.num_chance_outcomes is not None,
             same_player=bool(components.network_config.predict_turn),
+            stop_at_exploratory=config.stop_value_targets_at_exploration,
         )
     )
 

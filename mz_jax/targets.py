@@ -18,7 +18,8 @@ environments have ``player`` always 0) and ``e`` the first row whose transition 
   end); ``γ^(e-k+1) σ(k, e) bootstrap_value[e]`` if it was truncated there; otherwise
   ``γ^m σ(k, k+m) root_value[k+m]``. Here ``m = min(n, x_k - k)``, ``x_k`` the first row ``>= k``
   whose action was ``exploratory`` (drawn at random, not by the search): the return of the search's
-  policy stops there and bootstraps from that row's search value. Off-policy correction may give
+  policy stops there and bootstraps from that row's search value (``stop_at_exploratory=False``:
+  ``x_k = ∞``, the return of the policy that acted). Off-policy correction may give
   a window an ``n`` of its own (``td_steps_used``, at most ``td_steps``).
 - reward: ``target_reward[k] = r_{k-1}`` for ``k >= 1`` (step 0's reward head is not trained); its
   mask ``reward_mask`` is 1 also at the step after a truncation, whose reward is real data.
@@ -74,6 +75,7 @@ def make_targets(
     td_steps_used: Array | None = None,
     next_observation: bool = False,
     same_player: bool = False,
+    stop_at_exploratory: bool = True,
 ) -> Batch:
     """The MuZero training targets of one sampled window (MuZero paper, Appendix G, ``make_target``).
 
@@ -92,6 +94,9 @@ def make_targets(
         the targets of the consistency loss.
       same_player: also return ``Batch.target_same_player``, 1 where the player to move at step k
         (k = 1..K) is the one who moved at step k-1: the targets of a network's turn predictions.
+      stop_at_exploratory: True: the return stops at the first ``exploratory`` row (``x_k`` above),
+        the value of the search's policy. False: ``window.exploratory`` is ignored and the return
+        runs through exploratory rows, the value of the policy that acted, exploration included.
 
     Returns:
       A :class:`mz_jax.Batch` for one example, no batch axis: ``observation`` ``[*obs_shape]`` (row 0),
@@ -149,7 +154,8 @@ def make_targets(
     # m_k, the rows z_k sums before it bootstraps: n (or this window's n), or fewer where an
     # exploratory action of the episode comes first.
     n = td_steps if td_steps_used is None else jnp.clip(td_steps_used, 1, td_steps)
-    exploratory = (window.exploratory.astype(bool) & in_episode)[rows]  # [K+1, n]
+    stops = window.exploratory.astype(bool) if stop_at_exploratory else jnp.zeros_like(in_episode)
+    exploratory = (stops & in_episode)[rows]  # [K+1, n]
     first_exploratory = jnp.where(
         jnp.any(exploratory, axis=1), jnp.argmax(exploratory, axis=1), td_steps
     )

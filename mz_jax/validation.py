@@ -146,6 +146,7 @@ RULES: dict[str, Rule] = {
     "commitment_loss_weight": number(0, 100),
     "code_usage_weight": number(0, 100),
     "reanalyse_values": boolean(),
+    "stop_value_targets_at_exploration": boolean(),
     "reanalyse_policy_fraction": _FRACTION,
     "off_policy_correction_steps": optional(_POSITIVE),
     "target_update_every": _POSITIVE,

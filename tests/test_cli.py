@@ -226,8 +226,8 @@ def test_preset_from_a_file(tmp_path):
 def test_envs_lists_supported_names(capsys):
     assert main(["envs"]) == 0
     names = capsys.readouterr().out.split()
-    assert "gymnax:CartPole-v1" in names and "pgx:tic_tac_toe" in names
-    assert all(name.startswith(("gymnax:", "pgx:")) for name in names)
+    assert {"gymnax:CartPole-v1", "pgx:tic_tac_toe", "toy:gamble"} <= set(names)
+    assert all(name.startswith(("gymnax:", "pgx:", "toy:")) for name in names)
 
 
 @pytest.mark.parametrize(

@@ -246,6 +246,28 @@ def test_value_targets_stop_at_an_exploratory_step():
     )
 
 
+def test_value_targets_can_run_through_exploratory_steps():
+    from mz_jax.targets import make_targets
+
+    g = 0.5
+    window = _window(
+        [1.0, 2.0, 4.0, 8.0, 16.0, 32.0], [10.0, 20.0, 30.0, 40.0, 50.0, 60.0], exploratory=[2]
+    )
+    batch = make_targets(
+        window, num_unroll_steps=2, td_steps=3, discount=g, stop_at_exploratory=False
+    )
+    # The random action at row 2 counts like any other: z_k = r_k + g r_{k+1} + g² r_{k+2} + g³ v_{k+3}.
+    np.testing.assert_allclose(
+        batch.target_value,
+        [
+            1 + g * 2 + g * g * 4 + g**3 * 40,
+            2 + g * 4 + g * g * 8 + g**3 * 50,
+            4 + g * 8 + g * g * 16 + g**3 * 60,
+        ],
+        rtol=1e-6,
+    )
+
+
 def test_reward_after_a_truncation_is_trained():
     from mz_jax.targets import make_targets
 
