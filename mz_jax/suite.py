@@ -94,8 +94,8 @@ _MINATAR = {"preset": "breakout_minatar_mlp", "overrides": {"eval_max_steps": 2_
 SUITES: dict[str, tuple[SuiteEntry, ...]] = {
     "classic": (
         SuiteEntry("gymnax:CartPole-v1", "cartpole"),
-        SuiteEntry("gymnax:Acrobot-v1", "cartpole", {"eval_max_steps": 500}),
-        SuiteEntry("gymnax:MountainCar-v0", "cartpole", {"eval_max_steps": 200}),
+        SuiteEntry("gymnax:Acrobot-v1", "acrobot"),
+        SuiteEntry("gymnax:MountainCar-v0", "mountaincar"),
         SuiteEntry("gymnax:Catch-bsuite", "catch"),
     ),
     "minatar": tuple(

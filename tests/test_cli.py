@@ -18,11 +18,13 @@ from mz_jax.presets import PresetError, list_presets, load_preset
 from mz_jax.workdir import read_metrics
 
 PRESETS = (
+    "acrobot",
     "breakout_minatar",
     "breakout_minatar_mlp",
     "cartpole",
     "cartpole_sample_efficient",
     "catch",
+    "mountaincar",
     "tic_tac_toe",
 )
 ITERATION = 8 * 4  # num_envs x rollout_length below
@@ -182,6 +184,8 @@ def test_presets():
     """Every preset loads, validates and names the environment it is for (values are tuned there)."""
     assert set(PRESETS) <= set(list_presets())
     expected_env = {
+        "acrobot": "gymnax:Acrobot-v1",
+        "mountaincar": "gymnax:MountainCar-v0",
         "cartpole": "gymnax:CartPole-v1",
         "cartpole_sample_efficient": "gymnax:CartPole-v1",
         "catch": "gymnax:Catch-bsuite",
@@ -196,6 +200,10 @@ def test_presets():
     # Board games are trained on Monte-Carlo targets: td_steps reaches past the longest game.
     ttt = load_preset("tic_tac_toe")
     assert (ttt.discount, ttt.td_steps) == (1.0, 9)
+    # Acrobot's goal reaches the values only through the exploratory steps that found it.
+    acrobot = load_preset("acrobot")
+    assert acrobot.random_action_probability > 0 and acrobot.exploration_repeat_exponent
+    assert not acrobot.stop_value_targets_at_exploration and acrobot.decoupled_weight_decay
 
 
 def test_default_workdir_names_the_preset_or_the_environment():
