@@ -10,33 +10,15 @@ Seeds 0-1, 200k steps, mean of the last five greedy evaluations (20 episodes eve
 ε 0.5. The ``cartpole`` preset stays at -200 on every seed.
 """
 
-from mz_jax import NetworkConfig, SearchConfig, TrainConfig
+import dataclasses
+from pathlib import Path
 
-TOTAL_ENV_STEPS = 200_000
-NUM_ENVS, ROLLOUT_LENGTH, UPDATES_PER_ITERATION = 16, 4, 4
+from mz_jax import TrainConfig
+from mz_jax.presets import load_preset
 
 
 def config() -> TrainConfig:
-    return TrainConfig(
-        env="gymnax:MountainCar-v0",
-        discount=0.99,
-        num_envs=NUM_ENVS,
-        rollout_length=ROLLOUT_LENGTH,
-        updates_per_iteration=UPDATES_PER_ITERATION,
-        batch_size=128,
-        total_env_steps=TOTAL_ENV_STEPS,
-        td_steps=50,
-        reanalyse_values=False,
-        random_action_probability=0.3,
-        exploration_repeat_exponent=1.5,
-        stop_value_targets_at_exploration=False,
-        decoupled_weight_decay=True,
-        priority_alpha=0.5,
-        learning_rate=3e-3,
-        lr_decay_updates=TOTAL_ENV_STEPS // (NUM_ENVS * ROLLOUT_LENGTH) * UPDATES_PER_ITERATION,
-        eval_every_env_steps=5_000,
-        eval_episodes=20,
-        eval_max_steps=200,
-        search=SearchConfig(policy="gumbel", num_simulations=16, rescale_values=False),
-        network=NetworkConfig(hidden_sizes=(64, 64), latent_size=64),
+    acrobot = load_preset(str(Path(__file__).with_name("acrobot.py")))
+    return dataclasses.replace(
+        acrobot, env="gymnax:MountainCar-v0", exploration_repeat_exponent=1.5, eval_max_steps=200
     )
