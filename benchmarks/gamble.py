@@ -5,7 +5,7 @@ side is seen before the second move; playing the side's move then pays 1. Gambli
 (return 1), but a deterministic model's search that looks past the coin sees each second move pay
 1/2 on average and plays safe (return 3/4). Three agents train with the same settings, seeds as one
 program each, and are evaluated greedily (64 episodes) every ``--eval-every`` environment steps:
-MuZero; Stochastic MuZero with the paper's loss (commitment β = 0.25); and Stochastic MuZero with
+MuZero; Stochastic MuZero with the commitment term (β = 0.25, VQ-VAE's); and Stochastic MuZero with
 β = 0 and the consistency loss (weight 2), against the encoder giving both sides one code.
 
 The table gives, per model, the environment steps at which each seed's greedy evaluation first
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     c = args.chance_outcomes
     models = [
         ("MuZero", None, {}),
-        (f"Stochastic MuZero, C = {c}, the paper's loss (β = 0.25)", c, {}),
+        (f"Stochastic MuZero, C = {c}, commitment β = 0.25", c, {}),
         (
             f"Stochastic MuZero, C = {c}, β = 0, consistency 2",
             c,
