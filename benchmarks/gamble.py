@@ -86,7 +86,7 @@ def root_values(workdir: Path, seeds: int) -> list[float]:
     values = []
     for index in range(seeds):
         agent = Agent.restore(workdir, seed_index=index)
-        observation = jax.nn.one_hot(jnp.array([START]), 5)
+        observation = jax.nn.one_hot(jnp.array([START]), agent.env.observation_shape[0])
         out = mz_jax.search(
             agent.params,
             jax.random.key(0),
@@ -153,9 +153,12 @@ def main(argv: list[str] | None = None) -> None:
             for budget in args.budgets:
                 optimal = sum(
                     bool(
-                        np.any(np.asarray(c.returns)[np.asarray(c.env_steps) <= budget] >= OPTIMAL)
+                        np.any(
+                            np.asarray(curve.returns)[np.asarray(curve.env_steps) <= budget]
+                            >= OPTIMAL
+                        )
                     )
-                    for c in curves.values()
+                    for curve in curves.values()
                 )
                 at_budget.append(f"{optimal} of {len(curves)}")
             values = root_values(workdir, args.seeds)

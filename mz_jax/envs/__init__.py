@@ -14,8 +14,8 @@ bootstrap a value across a time-limit truncation). This is the Anakin setting of
 
 Names are ``"gymnax:<id>"`` (every discrete-action gymnax environment), ``"pgx:<id>"`` (every
 single-player or two-player pgx game), ``"toy:<id>"`` (small ones of our own with known optimal
-policies, :mod:`~mz_jax.envs.toy`: ``toy:gamble``), or a name given to :func:`register_env` (by convention
-``"custom:<id>"``) for an environment of your own; :func:`list_envs` gives them all.
+policies, :mod:`~mz_jax.envs.toy`: ``toy:gamble``), or a name given to :func:`register_env` (by
+convention ``"custom:<id>"``) for an environment of your own; :func:`list_envs` gives them all.
 
 Backend notes:
   * gymnax (>= 1.0): the time limit is ``params.max_steps_in_episode`` (override it with

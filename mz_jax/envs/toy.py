@@ -61,6 +61,10 @@ def make_gamble(*, max_episode_steps: int | None = None, safe_payoff: float = 0.
     player = jnp.int32(0)
     limit = 2 if max_episode_steps is None else min(int(max_episode_steps), 2)
 
+    payoffs = jnp.array(  # [state, action], in the order START, SAFE, HEADS, TAILS, END
+        [[0.0, 0.0], [safe_payoff, safe_payoff], [1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], jnp.float32
+    )
+
     def observe(state: Array) -> Array:
         return jax.nn.one_hot(state, num_states, dtype=jnp.float32)
 
@@ -73,10 +77,6 @@ def make_gamble(*, max_episode_steps: int | None = None, safe_payoff: float = 0.
         here = state.backend
         coin = jnp.where(jax.random.bernoulli(key), HEADS, TAILS)
         after_first = jnp.where(action == GAMBLE_ACTION, coin, SAFE)
-        payoffs = jnp.array(
-            [[0.0, 0.0], [safe_payoff, safe_payoff], [1.0, 0.0], [0.0, 1.0], [0.0, 0.0]],
-            jnp.float32,
-        )  # [state, action], in the order START, SAFE, HEADS, TAILS, END
         reward = payoffs[here, action]
         terminated = here != START
         episode_step = state.episode_step + 1
