@@ -214,58 +214,44 @@ def make_network(
 
     The support sizes of ``config`` must be set (see :func:`network_config_for`); ``projection``
     adds the projection network and head of the consistency loss. With
-    ``config.num_chance_outcomes`` it is a Stochastic MuZero MLP
-    (:func:`mz_jax.networks.stochastic_mlp_network`)."""
+    ``config.num_chance_outcomes`` it is a Stochastic MuZero network of the same kind
+    (:func:`mz_jax.networks.stochastic_mlp_network` or
+    :func:`mz_jax.networks.stochastic_resnet_network`)."""
     kind = config.kind
     if kind == "auto":
         kind = "resnet" if len(env.observation_shape) == 3 else "mlp"
-    common = dict(
-        observation_shape=env.observation_shape if env.observation_shape else (1,),
-        num_actions=env.num_actions,
-        value_support_size=config.value_support_size,
-        reward_support_size=config.reward_support_size,
-        projection_size=config.projection_size if projection else None,
-        value_prefix_horizon=config.value_prefix_horizon,
-        lstm_size=config.lstm_size,
-        predict_turn=bool(config.predict_turn),
-    )
-    if config.num_chance_outcomes is not None:
-        if kind != "mlp":
-            fail(
-                "network.kind",
-                config.kind,
-                f"'mlp' with network.num_chance_outcomes (a Stochastic MuZero network is an MLP; "
-                f"{env.name} observes shape {env.observation_shape}, which it flattens)",
-            )
-        return networks.stochastic_mlp_network(
-            observation_shape=common["observation_shape"],
-            num_actions=env.num_actions,
-            num_chance_outcomes=config.num_chance_outcomes,
-            hidden_sizes=config.hidden_sizes,
-            latent_size=config.latent_size,
-            value_support_size=config.value_support_size,
-            reward_support_size=config.reward_support_size,
-            observation_layer_norm=config.observation_layer_norm,
-            predict_turn=common["predict_turn"],
-            projection_size=common["projection_size"],
-        )
-    if kind == "mlp":
-        return networks.mlp_network(
-            hidden_sizes=config.hidden_sizes,
-            latent_size=config.latent_size,
-            observation_layer_norm=config.observation_layer_norm,
-            **common,
-        )
-    if len(env.observation_shape) != 3:
+    if kind == "resnet" and len(env.observation_shape) != 3:
         fail(
             "network.kind",
             "resnet",
             f"'mlp' for {env.name}: 'resnet' needs image observations [H, W, C], and it observes "
             f"shape {env.observation_shape}",
         )
-    return networks.resnet_network(
-        channels=config.channels,
-        num_blocks=config.num_blocks,
-        downsample=config.downsample,
-        **common,
+    common = dict(
+        observation_shape=env.observation_shape if env.observation_shape else (1,),
+        num_actions=env.num_actions,
+        value_support_size=config.value_support_size,
+        reward_support_size=config.reward_support_size,
+        projection_size=config.projection_size if projection else None,
+        predict_turn=bool(config.predict_turn),
     )
+    mlp = dict(
+        hidden_sizes=config.hidden_sizes,
+        latent_size=config.latent_size,
+        observation_layer_norm=config.observation_layer_norm,
+    )
+    resnet = dict(
+        channels=config.channels, num_blocks=config.num_blocks, downsample=config.downsample
+    )
+    if config.num_chance_outcomes is not None:
+        # No value prefix here: check_stochastic refuses it.
+        chance = dict(num_chance_outcomes=config.num_chance_outcomes, **common)
+        if kind == "mlp":
+            return networks.stochastic_mlp_network(**mlp, **chance)
+        return networks.stochastic_resnet_network(**resnet, **chance)
+    deterministic = dict(
+        value_prefix_horizon=config.value_prefix_horizon, lstm_size=config.lstm_size, **common
+    )
+    if kind == "mlp":
+        return networks.mlp_network(**mlp, **deterministic)
+    return networks.resnet_network(**resnet, **deterministic)

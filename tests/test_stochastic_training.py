@@ -49,8 +49,10 @@ def test_builds_the_stochastic_network_and_loss():
             r"'network.value_prefix_horizon' = 5 is invalid: allowed None",
         ),
         (
+            # A Stochastic MuZero ResNet (tests/test_chance_resnet.py) needs images, as MuZero's.
             {"network": dataclasses.replace(CONFIG.network, kind="resnet")},
-            r"'network.kind' = 'resnet' is invalid: allowed 'mlp'",
+            r"'network.kind' = 'resnet' is invalid: allowed 'mlp' for gymnax:CartPole-v1: 'resnet' "
+            r"needs image observations",
         ),
     ],
 )

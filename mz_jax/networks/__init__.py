@@ -24,11 +24,13 @@ parameter until ``init(key)`` is called.
 Modules: :mod:`~mz_jax.networks.layers` (the shared NNX building blocks),
 :mod:`~mz_jax.networks.mlp` and :mod:`~mz_jax.networks.resnet` (the two families and their
 factories), :mod:`~mz_jax.networks.pure` (from an NNX module to pure functions and a ``dict`` of
-parameters), :mod:`~mz_jax.networks.chance` (the MLP Stochastic MuZero network:
-:func:`stochastic_mlp_network`).
+parameters), :mod:`~mz_jax.networks.chance` and :mod:`~mz_jax.networks.chance_resnet` (the
+Stochastic MuZero networks of the two families: :func:`stochastic_mlp_network` and
+:func:`stochastic_resnet_network`).
 """
 
 from mz_jax.networks.chance import stochastic_mlp_network
+from mz_jax.networks.chance_resnet import stochastic_resnet_network
 from mz_jax.networks.mlp import make_mlp_network, mlp_network
 from mz_jax.networks.pure import Params, count_params
 from mz_jax.networks.resnet import make_resnet_network, resnet_network
@@ -41,4 +43,5 @@ __all__ = [
     "mlp_network",
     "resnet_network",
     "stochastic_mlp_network",
+    "stochastic_resnet_network",
 ]

@@ -162,21 +162,49 @@ def stochastic_mlp_network(
     if projection_size is not None:
         validation.check("projection_size", projection_size, kind="argument")
 
-    def build(rngs: nnx.Rngs) -> _MlpStochasticMuZero:
-        return _MlpStochasticMuZero(
-            observation_size=math.prod(observation_shape),
-            num_actions=num_actions,
-            num_chance_outcomes=num_chance_outcomes,
-            hidden_sizes=hidden_sizes,
-            latent_size=latent_size,
-            value_bins=2 * value_support_size + 1,
-            reward_bins=2 * reward_support_size + 1,
-            observation_layer_norm=observation_layer_norm,
-            predict_turn=predict_turn,
-            projection_size=projection_size,
-            rngs=rngs,
-        )
+    build = lambda rngs: _MlpStochasticMuZero(
+        observation_size=math.prod(observation_shape),
+        num_actions=num_actions,
+        num_chance_outcomes=num_chance_outcomes,
+        hidden_sizes=hidden_sizes,
+        latent_size=latent_size,
+        value_bins=2 * value_support_size + 1,
+        reward_bins=2 * reward_support_size + 1,
+        observation_layer_norm=observation_layer_norm,
+        predict_turn=predict_turn,
+        projection_size=projection_size,
+        rngs=rngs,
+    )
+    return as_stochastic_functions(
+        build,
+        observation_shape=observation_shape,
+        state_shape=(latent_size,),
+        num_chance_outcomes=num_chance_outcomes,
+        predict_turn=predict_turn,
+        projection_size=projection_size,
+    )
 
+
+def as_stochastic_functions(
+    build: Callable[[nnx.Rngs], nnx.Module],
+    *,
+    observation_shape: tuple[int, ...],
+    state_shape: tuple[int, ...],
+    num_chance_outcomes: int,
+    predict_turn: bool,
+    projection_size: int | None,
+) -> tuple[StochasticMuZeroNetwork, Callable[[jax.Array | int], Params]]:
+    """The pure functions of the Stochastic MuZero module ``build(rngs)`` and ``init(key)``.
+
+    As :func:`mz_jax.networks.pure.as_pure_functions` does for MuZero: ``build`` makes a module
+    holding ``nnx.Param`` state only, with ``initial_inference(observation)``,
+    ``afterstate_inference(state, action)``, ``recurrent_inference(afterstate, code)`` and
+    ``encode_chance(observation, next_observation)`` (and ``turn_logits(state)`` with
+    ``predict_turn``, ``project(state)`` and ``predict_projection(projection)`` with
+    ``projection_size``). The inputs' shapes are checked at trace time: observations against
+    ``observation_shape``, states and afterstates against ``state_shape``, codes against
+    ``(num_chance_outcomes,)``, and the batch sizes of the pairs against each other.
+    """
     abstract = nnx.eval_shape(lambda: build(nnx.Rngs(jax.random.key(0))))
     graphdef, _ = nnx.split(abstract, nnx.Param)
     model = lambda params: nnx.merge(graphdef, params)
@@ -194,14 +222,14 @@ def stochastic_mlp_network(
         return model(params).initial_inference(observation)
 
     def afterstate_inference(params: Params, state: Array, action: Array):
-        check_array_shape("state", state, (latent_size,))
+        check_array_shape("state", state, state_shape)
         if not jnp.issubdtype(action.dtype, jnp.integer):
             raise ValueError(f"action must be an integer array [B]; got {action.dtype}")
         check_batch("action", action, state.shape[0])
         return model(params).afterstate_inference(state, action)
 
     def recurrent_inference(params: Params, afterstate: Array, code: Array):
-        check_array_shape("afterstate", afterstate, (latent_size,))
+        check_array_shape("afterstate", afterstate, state_shape)
         check_array_shape("code", code, (num_chance_outcomes,))
         check_batch("code", code, afterstate.shape[0])
         return model(params).recurrent_inference(afterstate, code)
@@ -213,11 +241,11 @@ def stochastic_mlp_network(
         return model(params).encode_chance(observation, next_observation)
 
     def turn_logits(params: Params, state: Array) -> Array:
-        check_array_shape("state", state, (latent_size,))
+        check_array_shape("state", state, state_shape)
         return model(params).turn_logits(state)
 
     def project(params: Params, state: Array) -> Array:
-        check_array_shape("state", state, (latent_size,))
+        check_array_shape("state", state, state_shape)
         return model(params).project(state)
 
     def predict_projection(params: Params, projection: Array) -> Array:

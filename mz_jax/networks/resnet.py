@@ -36,6 +36,63 @@ def _downsampled_size(size: int) -> int:
     return -(-size // 16)
 
 
+def hidden_shape_for(
+    observation_shape: tuple[int, int, int], channels: int, downsample: bool
+) -> tuple[int, int, int]:
+    """The hidden state's shape ``(h, w, channels)`` for observations ``(H, W, C)``; raises
+    ``ValueError`` (naming ``channels``) where it would hold fewer than 2 numbers."""
+    height, width, _ = observation_shape
+    if downsample:
+        height, width = _downsampled_size(height), _downsampled_size(width)
+    hidden_shape = (height, width, channels)
+    if math.prod(hidden_shape) < 2:
+        validation.fail(
+            "channels",
+            channels,
+            f"an integer >= 2 here: the hidden state [h, w, channels] = {list(hidden_shape)} "
+            f"(observation_shape {observation_shape}, downsample={downsample}) must hold at least "
+            "2 numbers, since min-max scaling maps a single number to 0",
+            kind="argument",
+        )
+    return hidden_shape
+
+
+def make_stem(in_channels: int, channels: int, *, downsample: bool, dtype, rngs) -> nnx.Dict:
+    """The stem of the representation: ``[B, H, W, in_channels] -> [B, h, w, channels]``
+    through :func:`apply_stem` (a 3x3 ``conv -> LayerNorm -> ReLU``, or the Atari stem)."""
+    kw = dict(dtype=dtype, rngs=rngs)
+    if not downsample:
+        return nnx.Dict({"conv": ConvNormRelu(in_channels, channels, **kw)})
+    # MuZero Appendix F (Atari): a stride-2 conv to half the planes, residual blocks, a stride-2
+    # conv, residual blocks, stride-2 average pooling, residual blocks, stride-2 average pooling.
+    # The paper has 2, 3 and 3 blocks at these stages; one each is cheaper.
+    half = max(channels // 2, 1)
+    return nnx.Dict(
+        {
+            "conv_1": ConvNormRelu(in_channels, half, stride=2, **kw),
+            "block_1": ResidualBlock(half, **kw),
+            "conv_2": ConvNormRelu(half, channels, stride=2, **kw),
+            "block_2": ResidualBlock(channels, **kw),
+            "block_3": ResidualBlock(channels, **kw),
+        }
+    )
+
+
+def apply_stem(stem: nnx.Dict, x: Array, *, downsample: bool) -> Array:
+    """Applies a stem of :func:`make_stem` (built with the same ``downsample``)."""
+    if not downsample:
+        return stem["conv"](x)
+    # The average over the cells inside the image divides by float32 counts: cast back, so that a
+    # bfloat16 stem stays bfloat16.
+    pool = lambda y: nnx.avg_pool(
+        y, (3, 3), strides=(2, 2), padding="SAME", count_include_pad=False
+    ).astype(y.dtype)
+    x = stem["block_1"](stem["conv_1"](x))
+    x = stem["block_2"](stem["conv_2"](x))
+    x = stem["block_3"](pool(x))
+    return pool(x)
+
+
 class _ResNetMuZero(EfficientZeroParts, nnx.Module):
     """Residual representation, dynamics and prediction over hidden planes ``[B, h, w, C]``."""
 
@@ -61,21 +118,7 @@ class _ResNetMuZero(EfficientZeroParts, nnx.Module):
         """``value_prefix``: None, or the LSTM size of a value-prefix network."""
         in_channels, channels = observation_shape[-1], hidden_shape[-1]
         kw = dict(dtype=dtype, rngs=rngs)
-        if downsample:
-            # MuZero Appendix F (Atari): a stride-2 conv to half the planes, residual blocks, a
-            # stride-2 conv, residual blocks, stride-2 average pooling, residual blocks, stride-2
-            # average pooling. The paper has 2, 3 and 3 blocks at these stages; one each is cheaper.
-            half = max(channels // 2, 1)
-            stem = {
-                "conv_1": ConvNormRelu(in_channels, half, stride=2, **kw),
-                "block_1": ResidualBlock(half, **kw),
-                "conv_2": ConvNormRelu(half, channels, stride=2, **kw),
-                "block_2": ResidualBlock(channels, **kw),
-                "block_3": ResidualBlock(channels, **kw),
-            }
-        else:
-            stem = {"conv": ConvNormRelu(in_channels, channels, **kw)}
-        self.stem = nnx.Dict(stem)
+        self.stem = make_stem(in_channels, channels, downsample=downsample, **kw)
         self.downsample = downsample
         self.representation = ResidualTower(channels, num_blocks, **kw)
 
@@ -106,17 +149,6 @@ class _ResNetMuZero(EfficientZeroParts, nnx.Module):
         )
         self.add_turn_head(ConvHead(*head, 1, **kw) if predict_turn else None)
 
-    def _stem(self, x: Array) -> Array:
-        if not self.downsample:
-            return self.stem["conv"](x)
-        pool = lambda y: nnx.avg_pool(
-            y, (3, 3), strides=(2, 2), padding="SAME", count_include_pad=False
-        )
-        x = self.stem["block_1"](self.stem["conv_1"](x))
-        x = self.stem["block_2"](self.stem["conv_2"](x))
-        x = self.stem["block_3"](pool(x))
-        return pool(x)
-
     def _predict(self, hidden: Array, reward_logits: Array) -> ModelOutput:
         x = self.prediction(hidden)
         return ModelOutput(
@@ -126,7 +158,11 @@ class _ResNetMuZero(EfficientZeroParts, nnx.Module):
         )
 
     def initial_inference(self, observation: Array) -> tuple[ModelOutput, Any]:
-        state = normalize_hidden(self.representation(self._stem(observation.astype(self.dtype))))
+        state = normalize_hidden(
+            self.representation(
+                apply_stem(self.stem, observation.astype(self.dtype), downsample=self.downsample)
+            )
+        )
         # The root has no incoming transition: zero reward logits, which the loss does not train.
         reward_logits = jnp.zeros((state.shape[0], self.reward_bins), jnp.float32)
         return self._predict(state, reward_logits), self.hidden_at_root(state)
@@ -293,19 +329,7 @@ def resnet_network(
         validation.check("value_prefix_horizon", value_prefix_horizon, kind="argument")
     validation.check("lstm_size", lstm_size, kind="argument")
     validation.check("predict_turn", predict_turn, kind="argument")
-    height, width, _ = observation_shape
-    if downsample:
-        height, width = _downsampled_size(height), _downsampled_size(width)
-    hidden_shape = (height, width, channels)
-    if math.prod(hidden_shape) < 2:
-        validation.fail(
-            "channels",
-            channels,
-            f"an integer >= 2 here: the hidden state [h, w, channels] = {list(hidden_shape)} "
-            f"(observation_shape {observation_shape}, downsample={downsample}) must hold at least "
-            "2 numbers, since min-max scaling maps a single number to 0",
-            kind="argument",
-        )
+    hidden_shape = hidden_shape_for(observation_shape, channels, bool(downsample))
     build = lambda rngs: _ResNetMuZero(
         observation_shape=observation_shape,
         hidden_shape=hidden_shape,
