@@ -63,9 +63,19 @@ class SearchConfig:
       max_num_considered_actions: at most this many actions are sampled at the root by Gumbel-Top-k,
         >= 1 (gumbel policy); an environment with fewer actions considers all of them.
       gumbel_scale: scale of the root Gumbel noise, >= 0; 0 searches deterministically (gumbel policy).
-      value_scale: c_scale of the completed-Q transform sigma, > 0 (gumbel policy).
-      maxvisit_init: c_visit of the completed-Q transform sigma, >= 0 (gumbel policy).
-      rescale_values: rescale completed Q-values to [0, 1] by their min and max before sigma (gumbel).
+      value_scale: c_scale of the completed-Q transform sigma, > 0 (gumbel policy, and the muzero
+        policy's ``"completed_q"`` target).
+      maxvisit_init: c_visit of the completed-Q transform sigma, >= 0 (likewise).
+      rescale_values: rescale completed Q-values to [0, 1] by their min and max before sigma
+        (likewise).
+      policy_target: the muzero policy's policy target: ``"visits"``, the root's visit distribution
+        (MuZero), or ``"completed_q"``, Gumbel MuZero's improved policy computed on the pUCT tree,
+        ``softmax(prior_logits + sigma(completed Q))`` over the legal actions (Danihelka et al.,
+        2022, eq. 11), with the prior before Dirichlet noise and the unvisited actions' Q completed
+        by the mixed value. With a few simulations and a confident prior, pUCT visits little beyond
+        the prior's favourites, and a visit-count target hands the prior back to itself; the
+        improved policy moves probability towards the actions whose Q is higher. The action played
+        still follows the visit counts. The gumbel policy's target is always its improved policy.
       value_bounds: known ``(min, max)`` of Q-values, e.g. ``(-1.0, 1.0)`` for board games, to
         normalise Q in pUCT; None normalises by the parent's and siblings' values (muzero policy).
     """
@@ -85,6 +95,7 @@ class SearchConfig:
     maxvisit_init: float = 50.0
     rescale_values: bool = True
     value_bounds: tuple[float, float] | None = None
+    policy_target: str = "visits"
 
     def __post_init__(self) -> None:
         validation.check_fields(self, prefix="search.", optional=("discount", "two_player"))
@@ -102,7 +113,7 @@ class SearchOutput(NamedTuple):
     Attributes:
       action: ``[B]`` int32, the action to play; legal whenever the row has a legal action (0 otherwise).
       policy: ``[B, A]`` float32, the policy target: the root visit distribution (muzero) or the
-        Gumbel MuZero improved policy ``action_weights`` (gumbel). Zero on illegal actions, all zeros
+        Gumbel MuZero improved policy (gumbel, or muzero with ``policy_target="completed_q"``). Zero on illegal actions, all zeros
         on rows without a legal action, all NaN on rows whose root prediction was not finite.
       root_value: ``[B]`` float32, the search value of the root (mctx ``summary().value``) from the
         perspective of the player to move; 0 on rows without a legal action, NaN on rows whose
@@ -229,7 +240,14 @@ def search(
             network, discount=config.discount, two_player=config.two_player
         )
     invalid_actions = ~legal
+    completed_q = functools.partial(
+        mctx.qtransform_completed_by_mix_value,
+        value_scale=config.value_scale,
+        maxvisit_init=config.maxvisit_init,
+        rescale_values=config.rescale_values,
+    )
     if config.policy == "muzero":
+        prior_logits = root.prior_logits  # before the Dirichlet noise
         if not greedy and config.dirichlet_fraction > 0:
             root = root.replace(
                 prior_logits=_noisy_legal_prior(
@@ -280,6 +298,11 @@ def search(
             action = jnp.argmax(jnp.where(legal, visit_counts, -1.0), axis=-1)
         else:
             action = _sample_by_visit_counts(action_key, visit_counts, legal, temperature)
+        if config.policy_target == "completed_q":
+            tree = policy_output.search_tree  # a stochastic tree comes back masked to its actions
+            sigma = jax.vmap(completed_q, in_axes=(0, None))(tree, tree.ROOT_INDEX)
+            logits = jnp.where(legal, prior_logits + sigma[:, :num_actions], -jnp.inf)
+            policy_output = policy_output.replace(action_weights=jax.nn.softmax(logits, axis=-1))
     else:
         policy_output = mctx.gumbel_muzero_policy(
             params,
@@ -289,12 +312,7 @@ def search(
             config.num_simulations,
             invalid_actions=invalid_actions,
             max_depth=config.max_depth,
-            qtransform=functools.partial(
-                mctx.qtransform_completed_by_mix_value,
-                value_scale=config.value_scale,
-                maxvisit_init=config.maxvisit_init,
-                rescale_values=config.rescale_values,
-            ),
+            qtransform=completed_q,
             max_num_considered_actions=min(config.max_num_considered_actions, num_actions),
             gumbel_scale=0.0 if greedy else config.gumbel_scale,
         )

@@ -184,6 +184,7 @@ RULES: dict[str, Rule] = {
     "predict_turn": boolean(),
     # Search (SearchConfig).
     "policy": one_of("muzero", "gumbel"),
+    "policy_target": one_of("visits", "completed_q"),
     "num_simulations": _POSITIVE,
     "two_player": boolean(),
     "dirichlet_alpha": number(0, math.inf, low_open=True),

@@ -10,6 +10,7 @@ shapes of an earlier one.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -145,6 +146,42 @@ def test_gumbel_policy_matches_sequential_halving_by_hand():
     # Row 1: the illegal best arm gets no weight at all.
     assert float(out.policy[1, 2]) == 0.0
     np.testing.assert_allclose(out.policy[1].sum(), 1.0, rtol=1e-6)
+
+
+def test_muzero_completed_q_target_is_gumbels_improved_policy_on_the_puct_tree():
+    # The same pUCT search (greedy, so the same tree): the visit counts below, read off the
+    # visit-count target, are (3, 2, 25, 2) and (8, 5, 0, 19) for 32 simulations.
+    visits = np.rint(np.asarray(_bandit(BANDIT_MUZERO).policy) * 32)
+    np.testing.assert_array_equal(visits, [[3, 2, 25, 2], [8, 5, 0, 19]])
+    config = dataclasses.replace(BANDIT_MUZERO, policy_target="completed_q")
+    out = _bandit(config)
+    np.testing.assert_array_equal(out.action, [2, 3])  # acting still follows the visits
+    prior = np.array([1.0, 0.0, 0.0, 0.0])
+    softmax = lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+    # Row 0: every arm visited, so the completed Q is the arm's reward, rescaled to [0, 1] by
+    # (q - 0.1) / 0.8; sigma = (maxvisit_init + max visits) * value_scale * q = (50 + 25) * 0.1 * q.
+    row0 = softmax(prior + 7.5 * np.array([0.0, 0.25, 1.0, 0.5]))
+    np.testing.assert_allclose(out.policy[0], row0, rtol=1e-5)
+    # Row 1: arm 2 is illegal and unvisited. Its completed Q is the mixed value
+    # (raw value 0 + N * sum_visited pi q / sum_visited pi) / (N + 1), with pi the prior over the
+    # visited arms 0, 1, 3: (e, 1, 1) / (e + 2); it takes part in the rescaling, not in the target.
+    pi = np.array([math.e, 1.0, 1.0]) / (math.e + 2)
+    v_mix = 32 * (pi @ np.array([0.1, 0.3, 0.5])) / 33
+    completed = np.array([0.1, 0.3, v_mix, 0.5])
+    scaled = (completed - 0.1) / 0.4
+    logits = prior + (50 + 19) * 0.1 * scaled
+    row1 = np.zeros(4)
+    row1[[0, 1, 3]] = softmax(logits[[0, 1, 3]])
+    np.testing.assert_allclose(out.policy[1], row1, rtol=1e-5, atol=1e-7)
+    assert float(out.policy[1, 2]) == 0.0
+
+
+def test_policy_target_is_checked():
+    with pytest.raises(
+        ValueError,
+        match=r"search\.policy_target' = 'q' is invalid: allowed 'visits' or 'completed_q'",
+    ):
+        SearchConfig(policy_target="q")
 
 
 @pytest.mark.parametrize("config", [BANDIT_MUZERO, BANDIT_GUMBEL], ids=["muzero", "gumbel"])

@@ -7,6 +7,7 @@ and is worth 0, so the exact value of action a is ``sum_c SIGMA[a, c] REWARD[a, 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -180,6 +181,26 @@ def test_search_with_a_stochastic_network_acts_legally_and_greedily():
     np.testing.assert_array_equal(out.policy, again.policy)  # greedy depends on the position alone
     for key in range(8):  # sampling at temperature 1 never picks the illegal action
         assert int(_search(params, jax.random.key(key), mask).action[1]) == 1
+
+
+def test_completed_q_target_on_the_chance_node_tree():
+    # The prior prefers action 1 (logits 0 and 2). The target is softmax(prior + sigma(Q)) with the
+    # root children's Q from the same tree (greedy: mctx's key 0 and no Dirichlet noise, as _tree).
+    params = dict(_params(SIGMA2, REWARD2), prior=jnp.array([0.0, 2.0]))
+    config = dataclasses.replace(SEARCH, num_simulations=64, policy_target="completed_q")
+    out = _search(params, jax.random.key(3), jnp.ones((1, 2), bool), config=config, greedy=True)
+    tree = _tree(params, num_actions=2, num_simulations=64)
+    q = np.asarray(tree.qvalues(jnp.zeros(1, jnp.int32))[0, :2])
+    visits = np.asarray(tree.summary().visit_counts[0, :2])
+    assert visits.min() > 0 and q[0] != q[1], (visits, q)
+    # Both children visited: the completed Q is Q itself, rescaled to [0, 1] over the two (0 for
+    # the worse, 1 for the better), so sigma is (maxvisit_init + max visits) * value_scale there.
+    logits = np.array([0.0, 2.0]) + (50 + visits.max()) * 0.1 * (q == q.max())
+    expected = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    np.testing.assert_allclose(out.policy[0], expected, rtol=1e-4, atol=1e-7)
+    assert int(np.argmax(out.policy[0])) == int(np.argmax(q))
+    illegal = _search(params, jax.random.key(3), jnp.array([[True, False]]), config=config)
+    np.testing.assert_array_equal(illegal.policy[0], [1.0, 0.0])  # only action 0 is legal
 
 
 def test_gumbel_policy_is_refused_for_a_stochastic_network():
