@@ -55,6 +55,8 @@ def config(
     loss weights ``commitment_loss_weight`` and ``consistency_loss_weight`` set the model."""
     return TrainConfig(
         env="toy:gamble",
+        # Measured with the L2 term in the loss (the default before decoupled weight decay).
+        decoupled_weight_decay=False,
         seed=seed,
         num_seeds=seeds,
         discount=1.0,

@@ -20,6 +20,8 @@ def config() -> TrainConfig:
         batch_size=256,
         total_env_steps=1_000_000,
         replay_capacity=200_000,
+        # Measured with the L2 term in the loss (the default before decoupled weight decay).
+        decoupled_weight_decay=False,
         eval_every_env_steps=50_000,
         eval_episodes=32,
         eval_max_steps=2_000,

@@ -29,6 +29,8 @@ NUM_ENVS, ROLLOUT_LENGTH, UPDATES_PER_ITERATION = 16, 4, 4
 def config() -> TrainConfig:
     return TrainConfig(
         env="gymnax:CartPole-v1",
+        # Measured with the L2 term in the loss (the default before decoupled weight decay).
+        decoupled_weight_decay=False,
         discount=0.99,
         num_envs=NUM_ENVS,
         rollout_length=ROLLOUT_LENGTH,

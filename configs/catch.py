@@ -21,6 +21,8 @@ def config() -> TrainConfig:
         td_steps=10,  # an episode lasts 9 steps: Monte-Carlo targets
         total_env_steps=20_000,
         replay_capacity=20_000,
+        # Measured with the L2 term in the loss (the default before decoupled weight decay).
+        decoupled_weight_decay=False,
         warmup_updates=50,
         eval_every_env_steps=2_000,
         eval_episodes=32,

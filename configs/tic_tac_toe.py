@@ -50,6 +50,8 @@ def config() -> TrainConfig:
         value_loss_weight=1.0,
         lr_decay_updates=TOTAL_ENV_STEPS // (NUM_ENVS * ROLLOUT_LENGTH) * UPDATES_PER_ITERATION,
         replay_capacity=100_000,
+        # Measured with the L2 term in the loss (the default before decoupled weight decay).
+        decoupled_weight_decay=False,
         eval_every_env_steps=10_000,
         eval_episodes=64,
         eval_max_steps=9,
