@@ -31,7 +31,6 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from mz_jax import validation
 from mz_jax.networks.chance import as_stochastic_functions
 from mz_jax.networks.layers import (
     ConvHead,
@@ -41,8 +40,8 @@ from mz_jax.networks.layers import (
     normalize_hidden,
     plane_norm,
 )
-from mz_jax.networks.pure import Params, check_dtype, check_shape
-from mz_jax.networks.resnet import apply_stem, hidden_shape_for, make_stem
+from mz_jax.networks.pure import Params
+from mz_jax.networks.resnet import apply_stem, check_resnet_arguments, make_stem
 from mz_jax.types import AfterstateOutput, Array, ModelOutput, StochasticMuZeroNetwork
 
 
@@ -190,25 +189,22 @@ def stochastic_resnet_network(
     Raises:
       ValueError: for an invalid argument, naming it, its value and what is allowed.
     """
-    observation_shape = check_shape("observation_shape", observation_shape, rank=3)
-    validation.check("num_actions", num_actions, kind="argument")
-    validation.check("num_chance_outcomes", num_chance_outcomes, kind="argument")
-    for name, value in (
-        ("channels", channels),
-        ("num_blocks", num_blocks),
-        ("downsample", downsample),
-        ("prediction_blocks", prediction_blocks),
-        ("head_channels", head_channels),
-        ("head_hidden", head_hidden),
-        ("value_support_size", value_support_size),
-        ("reward_support_size", reward_support_size),
-        ("predict_turn", predict_turn),
-    ):
-        validation.check(name, value, kind="argument")
-    check_dtype(dtype)
-    if projection_size is not None:
-        validation.check("projection_size", projection_size, kind="argument")
-    hidden_shape = hidden_shape_for(observation_shape, channels, bool(downsample))
+    observation_shape, hidden_shape = check_resnet_arguments(
+        observation_shape=observation_shape,
+        num_actions=num_actions,
+        num_chance_outcomes=num_chance_outcomes,
+        channels=channels,
+        num_blocks=num_blocks,
+        downsample=downsample,
+        prediction_blocks=prediction_blocks,
+        head_channels=head_channels,
+        head_hidden=head_hidden,
+        value_support_size=value_support_size,
+        reward_support_size=reward_support_size,
+        dtype=dtype,
+        projection_size=projection_size,
+        predict_turn=predict_turn,
+    )
 
     build = lambda rngs: _ResNetStochasticMuZero(
         observation_shape=observation_shape,

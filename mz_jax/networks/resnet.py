@@ -57,6 +57,31 @@ def hidden_shape_for(
     return hidden_shape
 
 
+def check_resnet_arguments(
+    *,
+    observation_shape: Sequence[int],
+    dtype: Any,
+    projection_size: int | None,
+    channels: int,
+    downsample: bool,
+    **arguments: Any,
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Checks the arguments every residual network shares (``observation_shape`` of rank 3,
+    ``dtype``, an optional ``projection_size``, ``channels``, ``downsample`` and the integer or
+    boolean ``arguments`` by their names) and returns ``(observation_shape, hidden_shape)``.
+
+    Raises:
+      ValueError: naming the first invalid argument, its value and what is allowed.
+    """
+    observation_shape = check_shape("observation_shape", observation_shape, rank=3)
+    for name, value in (("channels", channels), ("downsample", downsample), *arguments.items()):
+        validation.check(name, value, kind="argument")
+    check_dtype(dtype)
+    if projection_size is not None:
+        validation.check("projection_size", projection_size, kind="argument")
+    return observation_shape, hidden_shape_for(observation_shape, channels, bool(downsample))
+
+
 def make_stem(in_channels: int, channels: int, *, downsample: bool, dtype, rngs) -> nnx.Dict:
     """The stem of the representation: ``[B, H, W, in_channels] -> [B, h, w, channels]``
     through :func:`apply_stem` (a 3x3 ``conv -> LayerNorm -> ReLU``, or the Atari stem)."""
@@ -312,24 +337,24 @@ def resnet_network(
     Nothing is compiled and no parameter is drawn until ``init`` is called (one compiled program);
     the arguments are those of :func:`make_resnet_network` and are checked here.
     """
-    observation_shape = check_shape("observation_shape", observation_shape, rank=3)
-    validation.check("num_actions", num_actions, kind="argument")
-    validation.check("channels", channels, kind="argument")
-    validation.check("num_blocks", num_blocks, kind="argument")
-    validation.check("downsample", downsample, kind="argument")
-    validation.check("prediction_blocks", prediction_blocks, kind="argument")
-    validation.check("head_channels", head_channels, kind="argument")
-    validation.check("head_hidden", head_hidden, kind="argument")
-    validation.check("value_support_size", value_support_size, kind="argument")
-    validation.check("reward_support_size", reward_support_size, kind="argument")
-    check_dtype(dtype)
-    if projection_size is not None:
-        validation.check("projection_size", projection_size, kind="argument")
+    observation_shape, hidden_shape = check_resnet_arguments(
+        observation_shape=observation_shape,
+        num_actions=num_actions,
+        channels=channels,
+        num_blocks=num_blocks,
+        downsample=downsample,
+        prediction_blocks=prediction_blocks,
+        head_channels=head_channels,
+        head_hidden=head_hidden,
+        value_support_size=value_support_size,
+        reward_support_size=reward_support_size,
+        dtype=dtype,
+        projection_size=projection_size,
+        predict_turn=predict_turn,
+    )
     if value_prefix_horizon is not None:
         validation.check("value_prefix_horizon", value_prefix_horizon, kind="argument")
     validation.check("lstm_size", lstm_size, kind="argument")
-    validation.check("predict_turn", predict_turn, kind="argument")
-    hidden_shape = hidden_shape_for(observation_shape, channels, bool(downsample))
     build = lambda rngs: _ResNetMuZero(
         observation_shape=observation_shape,
         hidden_shape=hidden_shape,
