@@ -113,8 +113,9 @@ class SearchOutput(NamedTuple):
     Attributes:
       action: ``[B]`` int32, the action to play; legal whenever the row has a legal action (0 otherwise).
       policy: ``[B, A]`` float32, the policy target: the root visit distribution (muzero) or the
-        Gumbel MuZero improved policy (gumbel, or muzero with ``policy_target="completed_q"``). Zero on illegal actions, all zeros
-        on rows without a legal action, all NaN on rows whose root prediction was not finite.
+        Gumbel MuZero improved policy (gumbel, or muzero with ``policy_target="completed_q"``).
+        Zero on illegal actions, all zeros on rows without a legal action, all NaN on rows whose
+        root prediction was not finite.
       root_value: ``[B]`` float32, the search value of the root (mctx ``summary().value``) from the
         perspective of the player to move; 0 on rows without a legal action, NaN on rows whose
         root prediction was not finite.
