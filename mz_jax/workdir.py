@@ -184,7 +184,7 @@ def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: boo
                 f"{path} cannot be read ({error}); restore it, or remove it to resume with this "
                 "configuration"
             ) from error
-        differences = config_differences(saved, current)
+        differences = config_differences(_with_defaults(saved), current)
         refused = [d for d in differences if d.split(":")[0] not in RESUMABLE_FIELDS]
         if refused and not allow_config_change:
             raise ValueError(
@@ -197,6 +197,16 @@ def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: boo
     if jax.process_index() == 0:
         write_atomically(path, json.dumps(current, indent=2) + "\n")
     return differences
+
+
+def _with_defaults(saved: dict) -> dict:
+    """``saved`` with the fields it lacks at their defaults: a run saved before a field existed ran
+    as that field's default does, so resuming it with the default changes nothing. A file with a
+    field this version does not know is compared as it stands (the field is then a difference)."""
+    try:
+        return config_to_dict(config_from_dict(saved))
+    except (TypeError, ValueError):
+        return saved
 
 
 # ---------------------------------------------------------------------------------------------------

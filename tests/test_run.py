@@ -363,6 +363,22 @@ def test_changed_config_is_refused_listing_the_fields(tmp_path):
     assert json.loads((tmp_path / "config.json").read_text())["discount"] == 0.9
 
 
+def test_config_saved_before_a_field_existed_resumes_with_its_default(tmp_path):
+    # A run saved by an older version lacks the fields added since; they ran as their defaults do.
+    saved = TrainConfig().replace(discount=0.95)
+    workdir_lib.check_config(tmp_path, saved, allow_config_change=False)
+    old = json.loads((tmp_path / "config.json").read_text())
+    del old["search"]["policy_target"], old["consistency_loss_weight"]
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    assert workdir_lib.check_config(tmp_path, saved, allow_config_change=False) == []
+    # A missing field resumed with another value than its default is still a change.
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    with pytest.raises(ValueError, match=r"consistency_loss_weight: 0\.0 -> 2\.0"):
+        workdir_lib.check_config(
+            tmp_path, saved.replace(consistency_loss_weight=2.0), allow_config_change=False
+        )
+
+
 def test_unreadable_config_file_is_reported(tmp_path):
     (tmp_path / "config.json").write_text('{"discount": 0.9')  # cut short by hand
     with pytest.raises(ValueError, match=r"config\.json cannot be read"):
