@@ -208,6 +208,11 @@ class TrainConfig:
     distribution (``P(n) ∝ n^-μ``, n <= 10,000; 2 in the paper), instead of for one step. A
     repeated action reaches states a single random step does not (MountainCar's and Acrobot's
     swings); every repeated step is exploratory for the value targets. None: one step (ε-greedy)."""
+    random_action_anneal: tuple[float, float] | None = None
+    """(final probability, fraction of the run): random_action_probability falls linearly to the
+    final probability over that fraction of total_env_steps and stays there (DQN's ε schedule), so
+    that exploration which found the goal early leaves the later data, and the value targets,
+    to the search's policy. None: random_action_probability throughout."""
     network: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
     """The MuZero network."""
 
@@ -278,6 +283,15 @@ class TrainConfig:
                 self.exploration_repeat_exponent,
                 "None while random_action_probability is 0 (it sets how long an exploratory "
                 "action lasts; with no exploratory actions it would do nothing)",
+            )
+        if self.random_action_anneal is not None and (
+            self.random_action_probability == 0 or self.total_env_steps is None
+        ):
+            fail(
+                "random_action_anneal",
+                self.random_action_anneal,
+                "None while random_action_probability is 0 or total_env_steps is None (it anneals "
+                "the first over a fraction of the second)",
             )
         # The replay keeps replay_capacity // num_envs time slots per environment stream; a stream
         # must hold one training sequence and one rollout.

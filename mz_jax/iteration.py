@@ -89,6 +89,17 @@ def temperature_at(schedule: tuple[tuple[float, float], ...], progress: Array) -
     return temperatures[index]
 
 
+def random_action_probability_at(
+    probability: float, anneal: tuple[float, float] | None, progress: Array
+) -> float | Array:
+    """ε at ``progress`` (a fraction of the run): ``probability``, or with ``anneal`` = (final,
+    fraction) the straight line from ``probability`` to ``final`` over that fraction, then ``final``."""
+    if anneal is None:
+        return probability
+    final, fraction = anneal
+    return probability + (final - probability) * jnp.minimum(progress / fraction, 1.0)
+
+
 def iteration(components: Components, state: RunState) -> tuple[RunState, IterationMetrics]:
     """One iteration on this device (call it under ``shard_map`` or ``pmap`` over ``'data'``)."""
     config = components.config
@@ -113,7 +124,9 @@ def iteration(components: Components, state: RunState) -> tuple[RunState, Iterat
         search_config=components.search_config,
         num_steps=config.rollout_length,
         temperature=temperature,
-        random_action_probability=config.random_action_probability,
+        random_action_probability=random_action_probability_at(
+            config.random_action_probability, config.random_action_anneal, progress
+        ),
         exploration_repeat_exponent=config.exploration_repeat_exponent,
         record_final_observation=records_final_observation(components),
     )

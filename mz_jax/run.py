@@ -107,7 +107,8 @@ def run_training(
 
     The fields of :data:`mz_jax.workdir.RESUMABLE_FIELDS` may differ from the workdir's saved
     configuration: a larger ``total_env_steps`` extends a finished run, and the schedules given as
-    fractions of the run (``temperature_schedule``, ``priority_beta``) follow the new length.
+    fractions of the run (``temperature_schedule``, ``priority_beta``, ``random_action_anneal``)
+    follow the new length.
 
     Args:
       config: the run's configuration.

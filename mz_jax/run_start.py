@@ -86,10 +86,12 @@ def _changes_message(config: TrainConfig, changed: list[str]) -> str:
     length_changed = any(change.startswith("total_env_steps:") for change in changed)
     temperatures = {t for _, t in config.temperature_schedule}
     beta_start, beta_end = config.priority_beta
-    if length_changed and (len(temperatures) > 1 or beta_start != beta_end):
+    if length_changed and (
+        len(temperatures) > 1 or beta_start != beta_end or config.random_action_anneal is not None
+    ):
         message += (
-            " (temperature_schedule and the priority_beta annealing are fractions of "
-            "total_env_steps: they follow the new length from here on)"
+            " (temperature_schedule and the priority_beta and random_action_anneal annealing are "
+            "fractions of total_env_steps: they follow the new length from here on)"
         )
     return message
 

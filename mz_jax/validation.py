@@ -155,6 +155,18 @@ RULES: dict[str, Rule] = {
     # Acting.
     "random_action_probability": _FRACTION,
     "exploration_repeat_exponent": optional(number(1, 100, low_open=True)),
+    "random_action_anneal": optional(
+        Rule(
+            lambda v: (
+                isinstance(v, tuple | list)
+                and len(v) == 2
+                and _FRACTION.accepts(v[0])
+                and number(0, 1, low_open=True).accepts(v[1])
+            ),
+            "a pair (final probability, fraction of the run), the first a number in [0, 1] and "
+            "the second in (0, 1]",
+        )
+    ),
     # Evaluation, logging, checkpoints.
     "eval_every_env_steps": _COUNT,
     "eval_episodes": _POSITIVE,

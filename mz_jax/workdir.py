@@ -158,8 +158,8 @@ RESUMABLE_FIELDS = frozenset(
 """Fields a run may be resumed with a different value of, without ``--allow-config-change``: the
 run's length and its bookkeeping, which change no computed value of the iterations already run.
 A longer ``total_env_steps`` extends a finished run. The schedules given as fractions of the run
-(``temperature_schedule``, the ``priority_beta`` annealing) follow the new length from the resumed
-iteration on: they are functions of ``env_steps / total_env_steps``."""
+(``temperature_schedule``, the ``priority_beta`` and ``random_action_anneal`` annealing) follow the
+new length from the resumed iteration on: they are functions of ``env_steps / total_env_steps``."""
 
 
 def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: bool) -> list[str]:

@@ -212,6 +212,32 @@ _INVALID = {
         "2.0",
         "random_action_probability is 0",
     ),
+    "random_action_anneal over no fraction of the run": (
+        lambda: TrainConfig(random_action_probability=0.3, random_action_anneal=(0.05, 0.0)),
+        "random_action_anneal",
+        "(0.05, 0.0)",
+        "second in (0, 1]",
+    ),
+    "random_action_anneal to above 1": (
+        lambda: TrainConfig(random_action_probability=0.3, random_action_anneal=(1.5, 0.5)),
+        "random_action_anneal",
+        "(1.5, 0.5)",
+        "first a number in [0, 1]",
+    ),
+    "random_action_anneal without exploration": (
+        lambda: TrainConfig(random_action_anneal=(0.05, 0.5)),
+        "random_action_anneal",
+        "(0.05, 0.5)",
+        "random_action_probability is 0",
+    ),
+    "random_action_anneal without a run length": (
+        lambda: TrainConfig(
+            random_action_probability=0.3, random_action_anneal=(0.05, 0.5), total_env_steps=None
+        ),
+        "random_action_anneal",
+        "(0.05, 0.5)",
+        "total_env_steps is None",
+    ),
     "num_seeds zero": (lambda: TrainConfig(num_seeds=0), "num_seeds", "0", "[1, 2147483648]"),
     "search not a SearchConfig": (
         lambda: TrainConfig(search={"num_simulations": 8}),

@@ -236,7 +236,7 @@ def _check_a_finished_run_is_extended_by_a_larger_total_env_steps(steps):
     assert _resumed_from(extended["out"]) == _resumed_from(finished["out"]), extended
     assert (
         f"resuming with a changed configuration: total_env_steps: {2 * ITERATION} -> {LONG} "
-        "(temperature_schedule and the priority_beta annealing"
+        "(temperature_schedule and the priority_beta and random_action_anneal annealing"
     ) in extended["out"]
     assert f"/{LONG:,} (" in extended["out"]  # it trained on
     saved = json.loads((steps["workdir"] / "config.json").read_text())

@@ -10,7 +10,7 @@ import numpy as np
 import optax
 import pytest
 
-from mz_jax import build, learner, metrics, networks
+from mz_jax import build, iteration, learner, metrics, networks
 from mz_jax.config import NetworkConfig, TrainConfig
 from mz_jax.mcts import SearchConfig, search
 from mz_jax.train import make_train
@@ -172,3 +172,33 @@ def test_one_rule_per_field_wherever_it_appears(field, value, in_config, in_fact
     assert str(from_factory.value).endswith(allowed)
     # The boundary value is accepted by both.
     in_config(value + 1)
+
+
+def test_random_action_anneal_reaches_its_final_probability_at_its_fraction_of_the_run():
+    # 6 iterations of 8 envs x 2 steps = 96 env steps. ε falls from 1 to 0 over the first half:
+    # at the start of iterations 0..5 (progress i/6) it is 1, 2/3, 1/3, 0, 0, 0.
+    config = CONFIG.replace(
+        total_env_steps=96,
+        replay_capacity=8 * 12,
+        random_action_probability=1.0,
+        random_action_anneal=(0.0, 0.5),
+    )
+    state, _ = _run(config, calls=6)
+    exploratory = state.replay.data.exploratory  # [12 slots, 8 envs], written in order
+    per_iteration = exploratory.reshape(6, 2 * 8).mean(axis=1)
+    # ε = 1 plays a uniform random action: it differs from the search's in about half the steps.
+    assert 0.2 < per_iteration[0] < 0.8
+    np.testing.assert_array_equal(per_iteration[3:], 0.0)
+    # The same run without the anneal keeps exploring to the end.
+    state, _ = _run(config.replace(random_action_anneal=None), calls=6)
+    assert state.replay.data.exploratory[6:].mean() > 0.2
+
+
+@pytest.mark.parametrize(
+    "progress, expected", [(0.0, 0.3), (0.25, 0.175), (0.5, 0.05), (0.9, 0.05)]
+)
+def test_random_action_probability_is_a_straight_line_then_flat(progress, expected):
+    # From 0.3 to 0.05 over the first half of the run: 0.3 - 0.25 * progress / 0.5, by hand.
+    epsilon = iteration.random_action_probability_at(0.3, (0.05, 0.5), jnp.float32(progress))
+    np.testing.assert_allclose(float(epsilon), expected, rtol=1e-6)
+    assert iteration.random_action_probability_at(0.3, None, jnp.float32(progress)) == 0.3
