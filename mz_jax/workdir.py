@@ -161,6 +161,10 @@ A longer ``total_env_steps`` extends a finished run. The schedules given as frac
 (``temperature_schedule``, the ``priority_beta`` and ``random_action_anneal`` annealing) follow the
 new length from the resumed iteration on: they are functions of ``env_steps / total_env_steps``."""
 
+BOOKKEEPING_FIELDS = RESUMABLE_FIELDS - {"total_env_steps"}
+"""The fields that change no computed value at all: how often a run logs and saves, and what it
+keeps."""
+
 
 def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: bool) -> list[str]:
     """Writes ``config.json``, or compares it with the one a previous run of this workdir saved.
@@ -184,7 +188,7 @@ def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: boo
                 f"{path} cannot be read ({error}); restore it, or remove it to resume with this "
                 "configuration"
             ) from error
-        differences = config_differences(_with_defaults(saved), current)
+        differences = config_changes(saved, config)
         refused = [d for d in differences if d.split(":")[0] not in RESUMABLE_FIELDS]
         if refused and not allow_config_change:
             raise ValueError(
@@ -197,6 +201,12 @@ def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: boo
     if jax.process_index() == 0:
         write_atomically(path, json.dumps(current, indent=2) + "\n")
     return differences
+
+
+def config_changes(saved: dict, config: TrainConfig) -> list[str]:
+    """``field: saved -> now`` for every field of ``config`` that differs from ``saved`` (the contents
+    of a ``config.json``), the fields ``saved`` lacks taken at their defaults."""
+    return config_differences(_with_defaults(saved), config_to_dict(config))
 
 
 def _with_defaults(saved: dict) -> dict:

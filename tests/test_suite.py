@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mz_jax import cli, suite, suite_opponent
+from mz_jax import workdir as workdir_lib
 from mz_jax.actor import EvalResult
 from mz_jax.metrics import EVAL_RETURN
 from mz_jax.presets import load_preset
@@ -202,6 +203,30 @@ def test_suite_runs_every_environment_with_its_seeds_and_resumes(tmp_path, capsy
         cli.main([*argv, "--env-steps", "128"])
     assert "env_steps: 64 -> 128" in capsys.readouterr().err
 
+    # A finished environment whose configuration changed since (a preset changed) is refused, not
+    # reported with the old run's results; a bookkeeping field alone changes nothing.
+    _write_suite(
+        suite,
+        [
+            ("gymnax:CartPole-v1", "cartpole", {**TINY, "td_steps": 2}),
+            ("gymnax:Catch-bsuite", "catch", {**TINY, "eval_max_steps": 20}),
+        ],
+    )
+    with pytest.raises(SystemExit):
+        cli.main([*argv, "--env-steps", "64"])
+    err = capsys.readouterr().err
+    assert "gymnax:CartPole-v1 was run with another configuration" in err
+    assert "td_steps: 3 -> 2" in err
+    _write_suite(
+        suite,
+        [
+            ("gymnax:CartPole-v1", "cartpole", {**TINY, "log_every_seconds": 500.0}),
+            ("gymnax:Catch-bsuite", "catch", {**TINY, "eval_max_steps": 20}),
+        ],
+    )
+    assert cli.main([*argv, "--env-steps", "64"]) == 0
+    assert "gymnax:CartPole-v1: done before, not run again" in capsys.readouterr().out
+
 
 def test_the_readme_suite_file_is_valid(tmp_path):
     readme = (Path(__file__).parent.parent / "README.md").read_text()
@@ -365,6 +390,7 @@ class _FakeSuiteRun:
         def run_training(config, workdir):
             run.trained.append(config.env)
             Path(workdir).mkdir(parents=True, exist_ok=True)
+            workdir_lib.check_config(Path(workdir), config, allow_config_change=False)
             return {"stopped_by_signal": False, "env_steps": config.total_env_steps, "wall_s": 2.0}
 
         class Agent:
