@@ -53,10 +53,8 @@ from mz_jax.run import NonFiniteError, run_training
 from mz_jax.suite_opponent import DEFAULT_OPPONENT_EPISODES, check_opponent, play_opponent
 from mz_jax.suite_results import evaluation_curves
 from mz_jax.workdir import (
-    BOOKKEEPING_FIELDS,
-    CONFIG_FILE,
     RESULTS_FILE,
-    config_changes,
+    check_finished_run,
     config_from_dict,
     config_to_dict,
     sanitise,
@@ -264,28 +262,6 @@ def seed_results(env_workdir: Path, seeds: list[int]) -> list[dict]:
     return results
 
 
-def _check_done_with(env: str, run_dir: Path, config: TrainConfig) -> None:
-    """An environment done before is reported, not run again: only if its run used ``config`` (a
-    preset changed since would otherwise be reported with the old preset's results)."""
-    path = run_dir / CONFIG_FILE
-    try:
-        saved = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise ValueError(
-            f"{env} is done in the suite's results, but its run's configuration {path} cannot be "
-            f"read ({error}); use another --workdir"
-        ) from error
-    changed = [
-        c for c in config_changes(saved, config) if c.split(":")[0] not in BOOKKEEPING_FIELDS
-    ]
-    if changed:
-        raise ValueError(
-            f"{env} was run with another configuration than its preset and overrides give now "
-            f"(saved -> now: {'; '.join(changed)}), so its results are not this configuration's; "
-            "use another --workdir"
-        )
-
-
 def run_suite(
     suite: str | Path,
     workdir: str | Path,
@@ -347,8 +323,8 @@ def run_suite(
         results["environments"] = saved.get("environments", {})
         for entry in entries:
             if results["environments"].get(entry.env, {}).get("done"):
-                _check_done_with(
-                    entry.env, workdir / env_workdir_name(entry.env), configs[entry.env]
+                check_finished_run(
+                    workdir / env_workdir_name(entry.env), configs[entry.env], name=entry.env
                 )
     workdir.mkdir(parents=True, exist_ok=True)
 

@@ -181,15 +181,11 @@ def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: boo
     path = workdir / CONFIG_FILE
     current = config_to_dict(config)
     if path.exists():
-        try:
-            saved = json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            raise ValueError(
-                f"{path} cannot be read ({error}); restore it, or remove it to resume with this "
-                "configuration"
-            ) from error
-        differences = config_changes(saved, config)
-        refused = [d for d in differences if d.split(":")[0] not in RESUMABLE_FIELDS]
+        saved = _read_saved_config(
+            path, "restore it, or remove it to resume with this configuration"
+        )
+        differences = config_differences(_with_defaults(saved), current)
+        refused = _outside(differences, RESUMABLE_FIELDS)
         if refused and not allow_config_change:
             raise ValueError(
                 f"{path} was saved by a run with a different configuration; refusing to resume it "
@@ -203,10 +199,38 @@ def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: boo
     return differences
 
 
-def config_changes(saved: dict, config: TrainConfig) -> list[str]:
-    """``field: saved -> now`` for every field of ``config`` that differs from ``saved`` (the contents
-    of a ``config.json``), the fields ``saved`` lacks taken at their defaults."""
-    return config_differences(_with_defaults(saved), config_to_dict(config))
+def check_finished_run(run_dir: Path, config: TrainConfig, *, name: str) -> None:
+    """Checks that the finished run in ``run_dir`` (``name`` in messages) used ``config``, but for
+    :data:`BOOKKEEPING_FIELDS`: its results are then ``config``'s (a suite reports such a run again
+    rather than training it).
+
+    Raises:
+      ValueError: if its ``config.json`` cannot be read, or differs, listing every differing field.
+    """
+    saved = _read_saved_config(
+        run_dir / CONFIG_FILE, f"{name} is done in the suite's results: use another --workdir"
+    )
+    changed = _outside(
+        config_differences(_with_defaults(saved), config_to_dict(config)), BOOKKEEPING_FIELDS
+    )
+    if changed:
+        raise ValueError(
+            f"{name} was run with another configuration than its preset and overrides give now "
+            f"(saved -> now: {'; '.join(changed)}), so its results are not this configuration's; "
+            "use another --workdir"
+        )
+
+
+def _read_saved_config(path: Path, remedy: str) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} cannot be read ({error}); {remedy}") from error
+
+
+def _outside(differences: list[str], fields: frozenset[str]) -> list[str]:
+    """The ``field: saved -> now`` differences whose field is not one of ``fields``."""
+    return [d for d in differences if d.split(":")[0] not in fields]
 
 
 def _with_defaults(saved: dict) -> dict:
