@@ -6,8 +6,9 @@ cores with the machine to itself (1,281 s for seed 0, compilation included).
 
 First measured with the L2 term in the loss (``mz-jax train --config breakout_minatar_mlp --seed
 0``, then ``--seed 1 --num-seeds 2``; greedy evaluations of 16 episodes every 50k steps; the
-uniformly random policy scores 0.43): seeds 0 and 2 rise above 2 by 100k and 250k steps and end at a greedy return of 2.96 and 4.48 (``mz-jax
-eval --episodes 256`` of the final checkpoint; mean of their last five evaluations 3.60 and 4.69).
+uniformly random policy scores 0.43): seeds 0 and 2 rise above 2 by 100k and 250k steps and end at
+a greedy return of 2.96 and 4.48 (``mz-jax eval --episodes 256`` of the final checkpoint; mean of
+their last five evaluations 3.60 and 4.69).
 Seed 1 rose to 1.6 by 200k, fell back to the random level from 250k to 650k and ended at 1.04 (last
 five evaluations 1.86): one seed in three unstable, not investigated further.
 

@@ -5,8 +5,9 @@ exponent μ 1.5 instead of 2: longer repeats, since the car must be pushed one w
 build momentum. It keeps the recipe's first form: 4 updates per 64 environment steps, a constant ε
 and 200k steps. What lifted Acrobot did not lift MountainCar (held-out seeds 10-12, mean of the last
 five evaluations; this preset: -132, -131, -174): 16 updates per 64 steps -181, -154, -140; ε
-annealed to 0.02 over 60% of the run -183, -159, -200; 400k steps -168, -132, -106. Exploratory play (ε 1) reaches the goal in 3.2% of episodes at μ 1.5, 1.7% at μ 2
-and never with one-step random actions (``python benchmarks/exploration.py``). No reward shaping.
+annealed to 0.02 over 60% of the run -183, -159, -200; 400k steps -168, -132, -106. Exploratory
+play (ε 1) reaches the goal in 3.2% of episodes at μ 1.5, 1.7% at μ 2 and never with one-step
+random actions (``python benchmarks/exploration.py``). No reward shaping.
 
 Seeds 0-1, 200k steps, mean of the last five greedy evaluations (20 episodes every 5,000 steps):
 -121 and -143; -150 and -143 with ε 0.5, discount 0.997 and ``td_steps`` 100; -168 and -160 with
