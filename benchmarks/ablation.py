@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from common import machine_description, print_table
-from learning import STABILITY_WINDOW, first_on_target, with_overrides
+from learning import LAST_WINDOW, STABILITY_WINDOW, first_on_target, last_mean, with_overrides
 
 from mz_jax import TrainConfig
 from mz_jax.presets import load_preset
@@ -162,6 +162,7 @@ def main() -> None:
                 f"{median:,.0f}" if math.isfinite(median) else "not reached",
                 f"{len(reached)}/{len(results)}",
                 ", ".join(stable for _, stable in results),
+                ", ".join(f"{last_mean(curves[seed].returns):.4g}" for seed in sorted(curves)),
             ]
         )
         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
@@ -172,6 +173,7 @@ def main() -> None:
             "median",
             "seeds reaching",
             f"next {STABILITY_WINDOW} >= {args.target:g}",
+            f"mean of the last {LAST_WINDOW}, by seed",
         ],
         rows,
     )

@@ -9,8 +9,8 @@
 For each seed, trains the preset (in a fresh workdir under --workdir) and reads its metrics.jsonl: the
 first greedy evaluation whose mean return reaches --target, the wall time until then (measured from
 before the run starts, so compilation is included) and the environment steps, how many of the next
-ten evaluations also reach the target (the run must last that long for all ten to count), and the
-best and last evaluations. Prints a markdown table with the machine named; ``--plot curves.png``
+ten evaluations also reach the target (the run must last that long for all ten to count), the
+best and last evaluations, and the mean of the last five (less noisy than the last alone). Prints a markdown table with the machine named; ``--plot curves.png``
 also draws the seeds' evaluation curves (``mz_jax.plots.save_curve``).
 
 ``--set FIELD=VALUE`` changes one field of the preset (repeatable; ``network.FIELD`` and
@@ -44,6 +44,8 @@ from mz_jax.workdir import read_config, read_metrics
 
 STABILITY_WINDOW = 10
 """Evaluations after the first one on target that the stability column counts."""
+LAST_WINDOW = 5
+"""Evaluations at the end of a run that the last column averages."""
 
 BOOKKEEPING_FIELDS = (
     "log_every_seconds",
@@ -87,6 +89,12 @@ def first_on_target(returns, target: float) -> tuple[int | None, str]:
         return None, "-"
     after = list(returns[hit + 1 :])[:STABILITY_WINDOW]
     return hit, f"{sum(value >= target for value in after)}/{len(after)}"
+
+
+def last_mean(returns) -> float:
+    """The mean of the last (at most) ``LAST_WINDOW`` of ``returns``, evaluations in order."""
+    last = list(returns)[-LAST_WINDOW:]
+    return sum(last) / len(last)
 
 
 def main() -> None:
@@ -174,6 +182,7 @@ def main() -> None:
                 stable,
                 f"{best[EVAL_RETURN]:.4g} @ {best['env_steps']:,}" if best else "-",
                 f"{evals[-1][EVAL_RETURN]:.4g}" if evals else "-",
+                f"{last_mean([r[EVAL_RETURN] for r in evals]):.4g}" if evals else "-",
                 f"{summary['env_steps']:,}",
                 f"{elapsed:.0f}",
             ]
@@ -188,6 +197,7 @@ def main() -> None:
             f"next {STABILITY_WINDOW} >= {args.target:g}",
             "best eval",
             "last eval",
+            f"mean of last {LAST_WINDOW}",
             "env steps",
             "run s",
         ],

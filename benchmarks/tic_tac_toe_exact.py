@@ -9,14 +9,19 @@ win, a draw and a loss in each seat is a sum over the random player's moves, so 
 against the random player" is a statement about every game, not about a sample of 1,000.
 
     python benchmarks/tic_tac_toe_exact.py runs/ttt                 # one or more training workdirs
-    python benchmarks/tic_tac_toe_exact.py runs/ttt --show 10       # and the first 10 losing moves
+                                                                    # (every seed of a multi-seed run)
+    python benchmarks/tic_tac_toe_exact.py runs/ttt --show 10       # and 10 losing moves it can be led to
 
 Columns: ``keeps value`` moves that keep the position's minimax value; ``win -> draw`` moves that
 let a won position become a draw; ``-> loss`` moves after which the opponent can force a win from a
 position that was not lost, by the seat of the player to move (X moves first). ``P(loss)`` is the
 exact probability of losing against the uniformly random player with the agent moving first /
 second; ``losses per 1,000`` is what ``mz-jax eval --episodes 1000 --opponent random`` expects (500
-games in each seat). A plain ``0`` is exactly zero; a rounded one is printed with its decimals.
+games in each seat). ``worst case`` is the agent's result, moving first / second, against an
+opponent that knows its moves and replies best (W, D or L): a D or W in both seats means no opponent
+can beat it, the MCTS baseline (``mz-jax eval --opponent mcts:N``) included; ``exploitable (X / O)``
+counts the positions such an opponent can steer the agent into where its move loses a position it
+could hold. A plain ``0`` is exactly zero; a rounded one is printed with its decimals.
 The solver is :mod:`mz_jax.tic_tac_toe_solver`.
 """
 
@@ -34,12 +39,17 @@ from mz_jax.tic_tac_toe_solver import (
     NOUGHT,
     agent_moves,
     check_encoding,
+    exploitable_positions,
     outcome_probabilities,
     play,
     positions_to_move,
     to_move,
     value,
+    worst_case,
 )
+from mz_jax.workdir import read_config
+
+RESULT = {1: "W", 0: "D", -1: "L"}
 
 
 def exactly(p: Fraction, spec: str) -> str:
@@ -50,29 +60,41 @@ def exactly(p: Fraction, spec: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("workdirs", nargs="+", help="training run directories (pgx:tic_tac_toe)")
-    parser.add_argument("--show", type=int, default=0, help="print the first N losing moves")
+    parser.add_argument(
+        "--show",
+        type=int,
+        default=0,
+        help="print N of the losing moves an opponent can lead the agent to",
+    )
     args = parser.parse_args(argv)
 
     print(machine_description())
     check_encoding()
     boards = positions_to_move()
     rows, examples = [], []
-    for workdir in args.workdirs:
-        agent = Agent.restore(workdir)
+    runs = [
+        (workdir, index)
+        for workdir in args.workdirs
+        for index in range(read_config(workdir).num_seeds)
+    ]
+    for workdir, index in runs:
+        agent = Agent.restore(workdir, seed_index=index)
         if agent.config.env != "pgx:tic_tac_toe":
             raise SystemExit(f"{workdir}: trained on {agent.config.env}, not pgx:tic_tac_toe")
         moves = agent_moves(agent, boards)
+        exploitable = [exploitable_positions(moves, seat) for seat in (CROSS, NOUGHT)]
         after = {b: -value(play(b, moves[b])) for b in boards}
         keeps = sum(after[b] == value(b) for b in boards)
         win_to_draw = sum(value(b) == 1 and after[b] == 0 for b in boards)
         into_loss = [b for b in boards if value(b) > -1 and after[b] == -1]
         to_loss = {seat: [b for b in into_loss if to_move(b) == seat] for seat in (CROSS, NOUGHT)}
-        examples += [(workdir, b, moves[b]) for b in to_loss[CROSS] + to_loss[NOUGHT]]
+        examples += [(workdir, b, moves[b]) for b in exploitable[0] + exploitable[1]]
         first, second = outcome_probabilities(moves, CROSS), outcome_probabilities(moves, NOUGHT)
         expected_losses = 500 * (first["loss"] + second["loss"])
         rows.append(
             [
                 workdir,
+                agent.config.seed,
                 agent.env_steps,
                 f"{keeps} / {len(boards)}",
                 win_to_draw,
@@ -80,11 +102,14 @@ def main(argv: list[str] | None = None) -> None:
                 f"{exactly(first['loss'], '.4f')} / {exactly(second['loss'], '.4f')}",
                 exactly(expected_losses, ".2f"),
                 f"{float(500 * (first['win'] + second['win'])):.0f}",
+                " / ".join(RESULT[worst_case(moves, seat)] for seat in (CROSS, NOUGHT)),
+                f"{len(exploitable[0])} / {len(exploitable[1])}",
             ]
         )
     print_table(
         [
             "workdir",
+            "seed",
             "env steps",
             "keeps value",
             "win -> draw",
@@ -92,6 +117,8 @@ def main(argv: list[str] | None = None) -> None:
             "P(loss) first / second",
             "losses per 1,000",
             "wins per 1,000",
+            "worst case first / second",
+            "exploitable (X / O)",
         ],
         rows,
     )

@@ -4,7 +4,10 @@ Tic-tac-toe has 4,520 positions with a move to make (5,478 legal positions, 958 
 enough to solve the whole game (negamax over the tree, :func:`value`) and to ask an agent for its
 move in every position (:func:`agent_moves`). Because an agent's greedy move is a function of the
 position, its results against a uniformly random player are a finite sum over the random player's
-moves: :func:`outcome_probabilities` gives them exactly, as fractions, instead of a sample.
+moves: :func:`outcome_probabilities` gives them exactly, as fractions, instead of a sample. Against
+an opponent that knows those moves, :func:`worst_case` gives the best it can force and
+:func:`exploitable_positions` the agent's losing moves it can steer into: an agent with none cannot
+lose a game to any opponent, the MCTS baseline included.
 ``benchmarks/tic_tac_toe_exact.py`` reports them for trained runs.
 
 Boards are 9-tuples, row-major, of ``EMPTY`` / ``CROSS`` / ``NOUGHT``; the player to move follows
@@ -133,3 +136,41 @@ def outcome_probabilities(moves: dict[Board, int], agent: int) -> dict[str, Frac
         return total
 
     return {k: result((EMPTY,) * 9).get(k, Fraction(0)) for k in ("win", "draw", "loss")}
+
+
+def worst_case(moves: dict[Board, int], agent: int) -> int:
+    """The agent's result (seat ``agent``) against an opponent who knows ``moves`` and plays its
+    best reply at every turn: +1 win, 0 draw, -1 loss. ``0`` or more means no opponent can beat it."""
+
+    @functools.cache
+    def result(board: Board) -> int:
+        if winner(board) != EMPTY:
+            return 1 if winner(board) == agent else -1
+        if EMPTY not in board:
+            return 0
+        if to_move(board) == agent:
+            return result(play(board, moves[board]))
+        return min(result(play(board, cell)) for cell in legal_moves(board))
+
+    return result((EMPTY,) * 9)
+
+
+def exploitable_positions(moves: dict[Board, int], agent: int) -> list[Board]:
+    """The positions an opponent can steer the agent (seat ``agent``, playing ``moves``) into
+    where the agent's move turns a position it could still hold (value 0 or 1) into a lost one.
+
+    Reachable means: from the empty board, the agent plays its move and the opponent any legal move.
+    Sorted by the number of marks on the board, then by the board."""
+    seen: set[Board] = set()
+    frontier = [(EMPTY,) * 9]
+    while frontier:
+        board = frontier.pop()
+        if board in seen or is_final(board):
+            continue
+        seen.add(board)
+        cells = [moves[board]] if to_move(board) == agent else legal_moves(board)
+        frontier.extend(play(board, cell) for cell in cells)
+    losing = [
+        b for b in seen if to_move(b) == agent and value(b) > -1 and value(play(b, moves[b])) == 1
+    ]
+    return sorted(losing, key=lambda b: (9 - b.count(EMPTY), b))

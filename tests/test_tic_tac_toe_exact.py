@@ -70,3 +70,50 @@ def test_exact_outcomes_match_sampled_games(exact):
         for outcome, p in probabilities.items():
             sigma = (float(p) * (1 - float(p)) / games) ** 0.5
             assert abs(counts[outcome] / games - float(p)) <= 4 * sigma + 1e-9, (seat, outcome)
+
+
+def test_worst_case_of_the_lowest_free_cell_by_hand(exact):
+    # The lowest free cell loses in both seats to an opponent that knows it.
+    # As X: X0 O4 X1 O2; X must block at 6 but plays 3, and O completes 2-4-6.
+    # As O: X4 O0 X8; O must take a corner but plays 1, X blocks at 2 and threatens 5 and 6 at once.
+    moves = {b: b.index(0) for b in exact.positions_to_move()}
+    assert exact.worst_case(moves, 1) == -1
+    assert exact.worst_case(moves, 2) == -1
+    as_x, as_o = exact.exploitable_positions(moves, 1), exact.exploitable_positions(moves, 2)
+    assert board("XXO .O. ...") in as_x
+    assert board("O.. .X. ..X") in as_o
+    # Already lost when O is to move there (two threats): not a move that lost it.
+    assert board("OOX .X. ..X") not in as_o
+    # Never reached: the agent as X opens in the corner, not the centre.
+    assert board(".O. .X. ...") not in as_x
+
+
+def test_a_perfect_player_cannot_be_beaten(exact):
+    boards = exact.positions_to_move()
+    perfect = {
+        b: max(exact.legal_moves(b), key=lambda c: -exact.value(exact.play(b, c))) for b in boards
+    }
+    for seat in (1, 2):
+        assert exact.worst_case(perfect, seat) == 0  # the game is a draw
+        assert exact.exploitable_positions(perfect, seat) == []
+
+
+def test_worst_case_and_exploitable_positions_agree(exact):
+    # Two computations written differently: a minimax against the agent's moves, and a search of
+    # the reachable positions for a losing move. The agent loses to a best reply exactly when it
+    # can be steered into a losing move (from a position it could hold, every reply leaves one).
+    boards = exact.positions_to_move()
+    rng = random.Random(1)
+    for trial in range(30):
+        # Perfect play with a few random moves mixed in: some of these lose, some cannot.
+        perfect = {
+            b: max(exact.legal_moves(b), key=lambda c: -exact.value(exact.play(b, c)))
+            for b in boards
+        }
+        moves = {
+            b: rng.choice(exact.legal_moves(b)) if rng.random() < 0.02 * (trial % 5) else m
+            for b, m in perfect.items()
+        }
+        for seat in (1, 2):
+            lost = exact.worst_case(moves, seat) == -1
+            assert lost == bool(exact.exploitable_positions(moves, seat)), (trial, seat)
