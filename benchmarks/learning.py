@@ -10,8 +10,9 @@ For each seed, trains the preset (in a fresh workdir under --workdir) and reads 
 first greedy evaluation whose mean return reaches --target, the wall time until then (measured from
 before the run starts, so compilation is included) and the environment steps, how many of the next
 ten evaluations also reach the target (the run must last that long for all ten to count), the
-best and last evaluations, and the mean of the last five (less noisy than the last alone). Prints a markdown table with the machine named; ``--plot curves.png``
-also draws the seeds' evaluation curves (``mz_jax.plots.save_curve``).
+best and last evaluations, and the mean of the last five (less noisy than the last alone). Prints a
+markdown table with the machine named; ``--plot curves.png`` also draws the seeds' evaluation curves
+(``mz_jax.plots.save_curve``).
 
 ``--set FIELD=VALUE`` changes one field of the preset (repeatable; ``network.FIELD`` and
 ``search.FIELD`` reach the nested configs; VALUE is a Python literal, else a string).
@@ -170,7 +171,8 @@ def main() -> None:
             offset = elapsed - summary["wall_s"]
         curves.update(evaluation_curves(workdir, default_seed=seed))
         evals = [r for r in read_metrics(workdir) if EVAL_RETURN in r]
-        hit, stable = first_on_target([r[EVAL_RETURN] for r in evals], args.target)
+        returns = [r[EVAL_RETURN] for r in evals]
+        hit, stable = first_on_target(returns, args.target)
         reached = None if hit is None else evals[hit]
         best = max(evals, key=lambda r: r[EVAL_RETURN]) if evals else None
         rows.append(
@@ -182,7 +184,7 @@ def main() -> None:
                 stable,
                 f"{best[EVAL_RETURN]:.4g} @ {best['env_steps']:,}" if best else "-",
                 f"{evals[-1][EVAL_RETURN]:.4g}" if evals else "-",
-                f"{last_mean([r[EVAL_RETURN] for r in evals]):.4g}" if evals else "-",
+                f"{last_mean(returns):.4g}" if evals else "-",
                 f"{summary['env_steps']:,}",
                 f"{elapsed:.0f}",
             ]

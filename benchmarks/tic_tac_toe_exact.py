@@ -8,9 +8,8 @@ uniformly random player can then be computed exactly instead of sampled: the pro
 win, a draw and a loss in each seat is a sum over the random player's moves, so "never loses
 against the random player" is a statement about every game, not about a sample of 1,000.
 
-    python benchmarks/tic_tac_toe_exact.py runs/ttt                 # one or more training workdirs
-                                                                    # (every seed of a multi-seed run)
-    python benchmarks/tic_tac_toe_exact.py runs/ttt --show 10       # and 10 losing moves it can be led to
+    python benchmarks/tic_tac_toe_exact.py runs/ttt             # training workdirs, every seed
+    python benchmarks/tic_tac_toe_exact.py runs/ttt --show 10   # and 10 losing moves it is led to
 
 Columns: ``keeps value`` moves that keep the position's minimax value; ``win -> draw`` moves that
 let a won position become a draw; ``-> loss`` moves after which the opponent can force a win from a

@@ -140,7 +140,7 @@ def outcome_probabilities(moves: dict[Board, int], agent: int) -> dict[str, Frac
 
 def worst_case(moves: dict[Board, int], agent: int) -> int:
     """The agent's result (seat ``agent``) against an opponent who knows ``moves`` and plays its
-    best reply at every turn: +1 win, 0 draw, -1 loss. ``0`` or more means no opponent can beat it."""
+    best reply at every turn: +1 win, 0 draw, -1 loss. ``0`` or more: no opponent can beat it."""
 
     @functools.cache
     def result(board: Board) -> int:

@@ -88,11 +88,16 @@ def test_worst_case_of_the_lowest_free_cell_by_hand(exact):
     assert board(".O. .X. ...") not in as_x
 
 
-def test_a_perfect_player_cannot_be_beaten(exact):
-    boards = exact.positions_to_move()
-    perfect = {
-        b: max(exact.legal_moves(b), key=lambda c: -exact.value(exact.play(b, c))) for b in boards
+def perfect_moves(exact) -> dict:
+    """A move keeping each position's game-theoretic value (the solver's negamax)."""
+    return {
+        b: max(exact.legal_moves(b), key=lambda c: -exact.value(exact.play(b, c)))
+        for b in exact.positions_to_move()
     }
+
+
+def test_a_perfect_player_cannot_be_beaten(exact):
+    perfect = perfect_moves(exact)
     for seat in (1, 2):
         assert exact.worst_case(perfect, seat) == 0  # the game is a draw
         assert exact.exploitable_positions(perfect, seat) == []
@@ -102,14 +107,10 @@ def test_worst_case_and_exploitable_positions_agree(exact):
     # Two computations written differently: a minimax against the agent's moves, and a search of
     # the reachable positions for a losing move. The agent loses to a best reply exactly when it
     # can be steered into a losing move (from a position it could hold, every reply leaves one).
-    boards = exact.positions_to_move()
+    perfect = perfect_moves(exact)
     rng = random.Random(1)
     for trial in range(30):
         # Perfect play with a few random moves mixed in: some of these lose, some cannot.
-        perfect = {
-            b: max(exact.legal_moves(b), key=lambda c: -exact.value(exact.play(b, c)))
-            for b in boards
-        }
         moves = {
             b: rng.choice(exact.legal_moves(b)) if rng.random() < 0.02 * (trial % 5) else m
             for b, m in perfect.items()
