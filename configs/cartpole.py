@@ -1,4 +1,4 @@
-"""CartPole-v1 (gymnax): the quick end-to-end check that MuZero learns; a greedy 475 within a minute.
+"""CartPole-v1 (gymnax): the quick end-to-end check that MuZero learns; a greedy 475 in about a minute.
 
 Measured with ``python benchmarks/learning.py --config cartpole`` (the README has the table): a run is
 200k environment steps and 12,500 updates, 83-97 s on two quiet CPU cores (about 14 s of it

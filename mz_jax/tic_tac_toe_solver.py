@@ -144,8 +144,9 @@ def worst_case(moves: dict[Board, int], agent: int) -> int:
 
     @functools.cache
     def result(board: Board) -> int:
-        if winner(board) != EMPTY:
-            return 1 if winner(board) == agent else -1
+        line = winner(board)
+        if line != EMPTY:
+            return 1 if line == agent else -1
         if EMPTY not in board:
             return 0
         if to_move(board) == agent:
