@@ -165,17 +165,29 @@ BOOKKEEPING_FIELDS = RESUMABLE_FIELDS - {"total_env_steps"}
 """The fields that change no computed value at all: how often a run logs and saves, and what it
 keeps."""
 
+CHANCE_ONLY_FIELDS = frozenset({"commitment_loss_weight", "code_usage_weight"})
+"""Loss weights that only Stochastic MuZero's loss reads (``network.num_chance_outcomes`` set)."""
+
+
+def inert_fields(config: TrainConfig) -> frozenset[str]:
+    """The fields whose value changes nothing ``config`` computes: :data:`CHANCE_ONLY_FIELDS` for
+    a deterministic network. A run saved with another value of them (a default that changed since,
+    say) is resumed, and reported by a suite, as if saved with this one."""
+    return CHANCE_ONLY_FIELDS if config.network.num_chance_outcomes is None else frozenset()
+
 
 def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: bool) -> list[str]:
     """Writes ``config.json``, or compares it with the one a previous run of this workdir saved.
 
     Returns:
       The fields that differ from the saved configuration (``name: saved -> now``), all of them
-      :data:`RESUMABLE_FIELDS` unless ``allow_config_change``; ``config.json`` then holds ``config``.
+      :data:`RESUMABLE_FIELDS` or :func:`inert_fields` unless ``allow_config_change``;
+      ``config.json`` then holds ``config``.
 
     Raises:
       ValueError: listing every differing field (``name: saved -> now``) if the saved configuration
-        differs in a field outside :data:`RESUMABLE_FIELDS` and ``allow_config_change`` is False;
+        differs in a field outside :data:`RESUMABLE_FIELDS` and :func:`inert_fields` and
+        ``allow_config_change`` is False;
         nothing is written then.
     """
     path = workdir / CONFIG_FILE
@@ -185,7 +197,7 @@ def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: boo
             path, "restore it, or remove it to resume with this configuration"
         )
         differences = config_differences(_with_defaults(saved), current)
-        refused = _outside(differences, RESUMABLE_FIELDS)
+        refused = _outside(differences, RESUMABLE_FIELDS | inert_fields(config))
         if refused and not allow_config_change:
             raise ValueError(
                 f"{path} was saved by a run with a different configuration; refusing to resume it "
@@ -201,8 +213,8 @@ def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: boo
 
 def check_finished_run(run_dir: Path, config: TrainConfig, *, name: str) -> None:
     """Checks that the finished run in ``run_dir`` (``name`` in messages) used ``config``, but for
-    :data:`BOOKKEEPING_FIELDS`: its results are then ``config``'s (a suite reports such a run again
-    rather than training it).
+    :data:`BOOKKEEPING_FIELDS` and :func:`inert_fields`: its results are then ``config``'s (a
+    suite reports such a run again rather than training it).
 
     Raises:
       ValueError: if its ``config.json`` cannot be read, or differs, listing every differing field.
@@ -211,7 +223,8 @@ def check_finished_run(run_dir: Path, config: TrainConfig, *, name: str) -> None
         run_dir / CONFIG_FILE, f"{name} is done in the suite's results: use another --workdir"
     )
     changed = _outside(
-        config_differences(_with_defaults(saved), config_to_dict(config)), BOOKKEEPING_FIELDS
+        config_differences(_with_defaults(saved), config_to_dict(config)),
+        BOOKKEEPING_FIELDS | inert_fields(config),
     )
     if changed:
         raise ValueError(

@@ -379,6 +379,35 @@ def test_config_saved_before_a_field_existed_resumes_with_its_default(tmp_path):
         )
 
 
+def test_chance_only_weights_change_nothing_a_deterministic_run_computes(tmp_path):
+    # commitment_loss_weight's default changed (0.25 -> 0) after runs were saved with it; a
+    # deterministic network's loss never reads it, so such a run resumes and is reported again.
+    old = TrainConfig().replace(commitment_loss_weight=0.25, code_usage_weight=1.0)
+    workdir_lib.check_config(tmp_path, old, allow_config_change=False)
+    assert workdir_lib.check_config(tmp_path, TrainConfig(), allow_config_change=False) == [
+        "code_usage_weight: 1.0 -> 0.0",
+        "commitment_loss_weight: 0.25 -> 0.0",
+    ]
+    workdir_lib.check_config(tmp_path, old, allow_config_change=False)
+    workdir_lib.check_finished_run(tmp_path, TrainConfig(), name="run")
+    # A field that matters is still refused beside them.
+    with pytest.raises(ValueError, match=r"another configuration.*discount: 0\.99 -> 0\.9") as e:
+        workdir_lib.check_finished_run(tmp_path, TrainConfig(discount=0.9), name="run")
+    assert "commitment_loss_weight" not in str(e.value)
+
+
+def test_chance_only_weights_matter_to_a_stochastic_run(tmp_path):
+    stochastic = TrainConfig().replace(
+        network=dataclasses.replace(TrainConfig().network, num_chance_outcomes=4)
+    )
+    workdir_lib.check_config(tmp_path, stochastic, allow_config_change=False)
+    changed = stochastic.replace(commitment_loss_weight=0.25)
+    with pytest.raises(ValueError, match=r"commitment_loss_weight: 0\.0 -> 0\.25"):
+        workdir_lib.check_config(tmp_path, changed, allow_config_change=False)
+    with pytest.raises(ValueError, match=r"commitment_loss_weight: 0\.0 -> 0\.25"):
+        workdir_lib.check_finished_run(tmp_path, changed, name="run")
+
+
 def test_unreadable_config_file_is_reported(tmp_path):
     (tmp_path / "config.json").write_text('{"discount": 0.9')  # cut short by hand
     with pytest.raises(ValueError, match=r"config\.json cannot be read"):
