@@ -105,21 +105,15 @@ SUITES: dict[str, tuple[SuiteEntry, ...]] = {
     ),
     "board": (
         SuiteEntry("pgx:tic_tac_toe", "tic_tac_toe", opponent="mcts:1000"),
-        SuiteEntry(
-            "pgx:connect_four",
-            "tic_tac_toe",
-            {"td_steps": 42, "eval_max_steps": 42, "network.hidden_sizes": (256, 256)},
-            opponent="mcts:200",
-        ),
+        SuiteEntry("pgx:connect_four", "connect_four", opponent="mcts:200"),
     ),
 }
 """The built-in suites. Environments without a preset of their own borrow the nearest one (same
 network kind and reward scale) with the fields their episodes need: evaluation long enough for the
 environment's own time limit (Freeway-MinAtar's is 2,500 steps; the MinAtar games borrow the MLP
-preset measured on Breakout, 21 minutes a seed on two CPU cores), Monte-Carlo targets for
-connect four's 42 moves. The board games end against the MCTS baseline, 200 games per seed: the
-targets are no loss in tic-tac-toe against ``mcts:1000`` and 90% wins in connect four against
-``mcts:200`` in each seat."""
+preset measured on Breakout, 21 minutes a seed on two CPU cores). The board games end against the
+MCTS baseline, 200 games per seed: the targets are no loss in tic-tac-toe against ``mcts:1000`` and
+90% wins in connect four against ``mcts:200`` in each seat."""
 
 
 def load_suite(suite: str | Path) -> tuple[SuiteEntry, ...]:

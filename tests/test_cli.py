@@ -24,6 +24,7 @@ PRESETS = (
     "cartpole",
     "cartpole_sample_efficient",
     "catch",
+    "connect_four",
     "mountaincar",
     "tic_tac_toe",
 )
@@ -190,6 +191,7 @@ def test_presets():
         "cartpole_sample_efficient": "gymnax:CartPole-v1",
         "catch": "gymnax:Catch-bsuite",
         "tic-tac-toe": "pgx:tic_tac_toe",  # dashes are accepted for underscores
+        "connect_four": "pgx:connect_four",
         "breakout_minatar": "gymnax:Breakout-MinAtar",
         "breakout_minatar_mlp": "gymnax:Breakout-MinAtar",
     }
@@ -200,6 +202,8 @@ def test_presets():
     # Board games are trained on Monte-Carlo targets: td_steps reaches past the longest game.
     ttt = load_preset("tic_tac_toe")
     assert (ttt.discount, ttt.td_steps) == (1.0, 9)
+    connect_four = load_preset("connect_four")
+    assert (connect_four.discount, connect_four.td_steps) == (1.0, 6 * 7)
     # Acrobot's goal reaches the values only through the exploratory steps that found it.
     acrobot = load_preset("acrobot")
     assert acrobot.random_action_probability > 0 and acrobot.exploration_repeat_exponent
