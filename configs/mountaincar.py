@@ -14,7 +14,7 @@ Measured again on held-out seeds 10-15 (two programs of three seeds, the same me
 25k to 190k steps, and a seed's return still improves for 50k steps or more after that. With the
 observation rescaled to [-1, 1] by its bounds (position [-1.2, 0.6], velocity [-0.07, 0.07]; a
 wrapper written for the test, not an option here): -177, -118, -153, -115, -144 and -138 (mean
--141), four seeds of six better, seed 10 at -112 by 115k and back to -178 at the end. Not enough to
+-141), four seeds of six better; seed 10 reached -112 at 120k steps and fell back to -180. Not enough to
 add an option for.
 
 Seeds 0-1, 200k steps, mean of the last five greedy evaluations (20 episodes every 5,000 steps):
