@@ -7,15 +7,15 @@ weight 1, Gumbel search with 32 simulations, a learning rate of 1e-3 decayed ove
 steps, with a wider MLP (256 x 256) for the larger board. The board suite trains it and then plays
 ``mcts:200`` (MCTS with random rollouts on the true game, 200 simulations).
 
-It does not reach its targets. The board suite (``mz-jax suite --suite board --seeds 3``, seeds
-0-2 as one program, 400k steps, 49 minutes on two CPU cores with other work beside it): the mean
-result of 64 greedy games against the uniformly random player ends at 0.88, 0.94 and 0.88 (the
-target: 99% wins in each seat), and the agent won 1, 6 and 8 of 200 games against ``mcts:200``
-(the target: 90%); moving second it won 2 of the 300 games and lost the others. The evaluations against the random
-player stop rising after about 50k steps (0.8-0.9 from then on), and 128 simulations when playing
-instead of 32 won no more against ``mcts:200`` (1 of 64 games against 2, seed 1): the values, not
-the search, are what is missing. With the tic-tac-toe preset before (learning rate 3e-3 over 200k
-steps) the suite's three seeds won 7, 5 and 6 of 200.
+It does not reach its targets. The board suite (``mz-jax suite --suite board --seeds 3``, seeds 0-2
+as one program, 400k steps, 49 minutes on two CPU cores with other work beside it): the mean result
+of 64 greedy games against the uniformly random player ends at 0.88, 0.94 and 0.88 (the target: 99%
+wins in each seat), and the agent won 1, 6 and 8 of 200 games against ``mcts:200`` (the target:
+90%); moving second it won 2 of the 300 games and lost the others. The evaluations against the
+random player stop rising after about 50k steps (0.8-0.9 from then on), and 128 simulations when
+playing instead of 32 won no more against ``mcts:200`` (1 of 64 games against 2, seed 1): the
+values, not the search, are what is missing. With the tic-tac-toe preset before (learning rate 3e-3
+over 200k steps) the suite's three seeds won 7, 5 and 6 of 200.
 
 Tried on seeds 10-12 as one program and stopped early, both behind this preset on the suite's seeds
 (mean of the three seeds' results against the random player 0.75 at 30k steps and 0.85 at 90k):

@@ -10,12 +10,12 @@ play (ε 1) reaches the goal in 3.2% of episodes at μ 1.5, 1.7% at μ 2 and nev
 random actions (``python benchmarks/exploration.py``). No reward shaping.
 
 Measured again on held-out seeds 10-15 (two programs of three seeds, the same measure): -151, -192,
--172, -106, -178 and -140 (mean -157); when a seed first drives to the goal greedily varies from
-25k to 190k steps, and a seed's return still improves for 50k steps or more after that. With the
+-172, -106, -178 and -140 (mean -157); when a seed first drives to the goal greedily varies from 25k
+to 190k steps, and a seed's return still improves for 50k steps or more after that. With the
 observation rescaled to [-1, 1] by its bounds (position [-1.2, 0.6], velocity [-0.07, 0.07]; a
 wrapper written for the test, not an option here): -177, -118, -153, -115, -144 and -138 (mean
--141), four seeds of six better; seed 10 reached -112 at 120k steps and fell back to -180. Not enough to
-add an option for.
+-141), four seeds of six better; seed 10 reached -112 at 120k steps and fell back to -180. Not
+enough to add an option for.
 
 Seeds 0-1, 200k steps, mean of the last five greedy evaluations (20 episodes every 5,000 steps):
 -121 and -143; -150 and -143 with ε 0.5, discount 0.997 and ``td_steps`` 100; -168 and -160 with
