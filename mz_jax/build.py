@@ -227,6 +227,21 @@ def make_network(
             f"'mlp' for {env.name}: 'resnet' needs image observations [H, W, C], and it observes "
             f"shape {env.observation_shape}",
         )
+    if config.conv_channels is not None and (kind != "mlp" or config.num_chance_outcomes):
+        fail(
+            "network.conv_channels",
+            config.conv_channels,
+            "None here: the convolution is part of the deterministic MLP network (network.kind "
+            f"'mlp' without num_chance_outcomes); this is kind {kind!r}"
+            + (" with chance outcomes" if config.num_chance_outcomes else ""),
+        )
+    if config.conv_channels is not None and len(env.observation_shape) != 3:
+        fail(
+            "network.conv_channels",
+            config.conv_channels,
+            f"None for {env.name}, whose observations have shape {env.observation_shape}: the "
+            "convolution needs image observations [H, W, C]",
+        )
     common = dict(
         observation_shape=env.observation_shape if env.observation_shape else (1,),
         num_actions=env.num_actions,
@@ -253,5 +268,5 @@ def make_network(
         value_prefix_horizon=config.value_prefix_horizon, lstm_size=config.lstm_size, **common
     )
     if kind == "mlp":
-        return networks.mlp_network(**mlp, **deterministic)
+        return networks.mlp_network(**mlp, **deterministic, conv_channels=config.conv_channels)
     return networks.resnet_network(**resnet, **deterministic)

@@ -30,6 +30,11 @@ class NetworkConfig:
     observation is (how far the pole leans) reaches the network only through the layer's biases;
     False leaves it out (``Linear -> ReLU``). Low-dimensional vector observations learned faster
     without it in our runs (the cartpole_sample_efficient preset)."""
+    conv_channels: int | None = None
+    """MLP on image observations [H, W, C]: None flattens the frame into the representation MLP;
+    C puts a 3x3 convolution with C channels and a ReLU before it (the MinAtar paper's DQN network:
+    16 channels), whose features are shared by every position of the frame. Deterministic MuZero
+    only."""
     channels: int = 32
     """ResNet: channels of every convolution."""
     num_blocks: int = 2

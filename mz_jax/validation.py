@@ -187,6 +187,7 @@ RULES: dict[str, Rule] = {
     "head_hidden": _POSITIVE,
     "downsample": boolean(),
     "observation_layer_norm": boolean(),
+    "conv_channels": optional(_POSITIVE),
     "value_support_size": _POSITIVE,
     "reward_support_size": _POSITIVE,
     "projection_size": _POSITIVE,

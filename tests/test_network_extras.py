@@ -8,6 +8,7 @@ family compiles one network with both options and reuses it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any, NamedTuple
 
@@ -441,3 +442,38 @@ def test_observation_layer_norm_reaches_the_network_from_the_config():
     assert any("dynamics" in n and "norm_0" in n for n in names)
     with pytest.raises(ValueError, match=r"network\.observation_layer_norm"):
         NetworkConfig(observation_layer_norm="yes")
+
+
+def test_conv_channels_reaches_the_mlp_from_the_config_and_is_refused_elsewhere():
+    from mz_jax import NetworkConfig, TrainConfig, build
+
+    image = TrainConfig(
+        env="gymnax:Breakout-MinAtar",
+        num_envs=2,
+        network=NetworkConfig(kind="mlp", conv_channels=5, hidden_sizes=(8,), latent_size=4),
+    )
+    params = jax.eval_shape(build(image).init_params, jax.random.key(0))
+    assert params["conv"]["kernel"].shape == (3, 3, 4, 5)  # Breakout-MinAtar: [10, 10, 4]
+    assert params["representation"]["layers"]["dense_0"]["kernel"].shape == (10 * 10 * 5, 8)
+    refused = {
+        # A vector observation has no image to convolve.
+        "shape": (dataclasses.replace(image, env="gymnax:CartPole-v1"), r"shape \(4,\)"),
+        # The ResNet has convolutions of its own (kind 'auto' picks it for images).
+        "resnet": (
+            dataclasses.replace(image, network=dataclasses.replace(image.network, kind="auto")),
+            "kind 'resnet'",
+        ),
+        "chance": (
+            dataclasses.replace(
+                image,
+                search=dataclasses.replace(image.search, policy="muzero"),
+                network=dataclasses.replace(image.network, num_chance_outcomes=4),
+            ),
+            "with chance outcomes",
+        ),
+    }
+    for config, message in refused.values():
+        with pytest.raises(ValueError, match=rf"'network\.conv_channels' = 5 .*{message}"):
+            build(config)
+    with pytest.raises(ValueError, match=r"network\.conv_channels"):
+        NetworkConfig(conv_channels=0)

@@ -359,6 +359,54 @@ def test_mlp_matches_a_numpy_reference(mlp):
     close(out_1.reward_logits, r_1)
 
 
+def _np_conv3x3_relu(image, conv):
+    """``relu(conv(image))`` of a 3x3 "SAME" convolution, summed offset by offset in numpy."""
+    kernel, bias = np.asarray(conv["kernel"], np.float64), np.asarray(conv["bias"], np.float64)
+    batch, height, width, _ = image.shape
+    padded = np.pad(np.asarray(image, np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+    out = np.broadcast_to(bias, (batch, height, width, bias.size)).copy()
+    for dy in range(3):
+        for dx in range(3):
+            out += padded[:, dy : dy + height, dx : dx + width, :] @ kernel[dy, dx]
+    return np.maximum(out, 0.0)
+
+
+def test_mlp_with_a_convolution_matches_a_numpy_reference():
+    # A non-square image, so that a swap of H and W in the flattening would show.
+    shape = (5, 4, 2)
+    network, params = make_mlp_network(
+        jax.random.key(3),
+        observation_shape=shape,
+        num_actions=NUM_ACTIONS,
+        hidden_sizes=(16,),
+        latent_size=8,
+        value_support_size=VALUE_SUPPORT,
+        reward_support_size=REWARD_SUPPORT,
+        conv_channels=6,
+    )
+    assert params["conv"]["kernel"].shape == (3, 3, 2, 6)
+    # The representation reads the flattened convolution: H * W * conv_channels inputs.
+    assert params["representation"]["layers"]["dense_0"]["kernel"].shape == (5 * 4 * 6, 16)
+    params = _perturb(params, seed=5)
+    observation = jnp.asarray(np.random.default_rng(1).normal(size=(3, *shape)), jnp.float32)
+    action = jnp.array([1, 2, 0], jnp.int32)
+    out_0, hidden_0 = network.initial_inference(params, observation)
+    out_1, hidden_1 = network.recurrent_inference(params, hidden_0, action)
+    features = _np_conv3x3_relu(observation, params["conv"])
+    rest = {name: value for name, value in params.items() if name != "conv"}
+    (v_0, pi_0), ref_hidden_0, (v_1, pi_1), r_1, ref_hidden_1 = _np_mlp_reference(
+        rest, features, action
+    )
+    close = lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+    close(hidden_0, ref_hidden_0)
+    close(out_0.value_logits, v_0)
+    close(out_0.policy_logits, pi_0)
+    close(hidden_1, ref_hidden_1)
+    close(out_1.value_logits, v_1)
+    close(out_1.policy_logits, pi_1)
+    close(out_1.reward_logits, r_1)
+
+
 @pytest.mark.parametrize(
     ("height", "width", "expected"),
     [(96, 96, (6, 6)), (17, 33, (2, 3))],
@@ -498,6 +546,12 @@ _RESNET_OK = dict(observation_shape=(4, 4, 1), num_actions=2)
         (make_mlp_network, {**_MLP_OK, "dtype": jnp.int32}, "dtype"),
         (make_mlp_network, {**_MLP_OK, "key": "seed"}, "key"),
         (make_mlp_network, {**_MLP_OK, "key": 0.5}, "key"),
+        (
+            make_mlp_network,
+            {**_MLP_OK, "observation_shape": (3, 3, 1), "conv_channels": 0},
+            "conv_channels",
+        ),
+        (make_mlp_network, {**_MLP_OK, "conv_channels": 4}, "conv_channels"),
         (make_resnet_network, {**_RESNET_OK, "observation_shape": (4, 4)}, "observation_shape"),
         (
             make_resnet_network,

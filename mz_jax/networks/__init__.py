@@ -2,8 +2,9 @@
 
 Two families follow the MuZero paper (Schrittwieser et al., 2020, Appendix F):
 
-* :func:`make_mlp_network` for vector observations (any observation is flattened), with a latent
-  vector as hidden state;
+* :func:`make_mlp_network` for vector observations (any observation is flattened; a small image can
+  pass through one shared 3x3 convolution first, ``conv_channels``), with a latent vector as
+  hidden state;
 * :func:`make_resnet_network` for image observations ``[B, H, W, C]`` (NHWC): an AlphaZero-style
   residual tower, with the Atari downsampling stem on request and the action encoded as planes.
 

@@ -2,7 +2,8 @@
 
 Representation, dynamics and prediction are MLPs of :class:`~mz_jax.networks.layers.DenseTorso`
 over a latent vector; the action enters the dynamics one-hot. EfficientZero's projection and
-value-prefix head are opt-in.
+value-prefix head are opt-in, and so is a 3x3 convolution on image observations before the
+representation (the MinAtar paper's DQN network).
 """
 
 from __future__ import annotations
@@ -43,12 +44,22 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
         value_prefix: int | None,
         observation_layer_norm: bool,
         predict_turn: bool,
+        conv: tuple[int, int] | None,
         dtype,
         rngs: nnx.Rngs,
     ):
-        """``value_prefix``: None, or the LSTM size of a value-prefix network."""
+        """``value_prefix``: None, or the LSTM size of a value-prefix network. ``conv``: None, or
+        ``(in_channels, out_channels)`` of the convolution before the representation MLP, whose
+        ``observation_size`` is then the convolution's flattened output."""
         last = hidden_sizes[-1]
         dense = lambda n_in, n_out, **kw: nnx.Linear(n_in, n_out, dtype=dtype, rngs=rngs, **kw)
+        # Drawn before every other module only when it exists: without it, the parameters are
+        # those of the network before the option.
+        self.conv = (
+            None
+            if conv is None
+            else nnx.Conv(*conv, (3, 3), padding="SAME", dtype=dtype, rngs=rngs)
+        )
         self.representation = DenseTorso(
             observation_size,
             hidden_sizes,
@@ -97,7 +108,10 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
         )
 
     def initial_inference(self, observation: Array) -> tuple[ModelOutput, Any]:
-        x = observation.reshape(observation.shape[0], -1).astype(self.dtype)
+        x = observation.astype(self.dtype)
+        if self.conv is not None:
+            x = jax.nn.relu(self.conv(x))
+        x = x.reshape(x.shape[0], -1)
         state = normalize_hidden(self.representation_out(self.representation(x)))
         # The root has no incoming transition: zero reward logits, which the loss does not train.
         reward_logits = jnp.zeros((state.shape[0], self.reward_bins), jnp.float32)
@@ -130,11 +144,13 @@ def make_mlp_network(
     lstm_size: int = 64,
     observation_layer_norm: bool = True,
     predict_turn: bool = False,
+    conv_channels: int | None = None,
 ) -> tuple[MuZeroNetwork, Params]:
     """A MuZero network of MLPs for vector observations (MuZero Appendix F, with dense layers).
 
     * representation: ``observation[B, *observation_shape]``, flattened,
-      ``-> hidden[B, latent_size]``;
+      ``-> hidden[B, latent_size]`` (with ``conv_channels``, an image ``[B, H, W, C]`` passes
+      through a convolution first);
     * dynamics: ``concat(hidden, one_hot(action))[B, latent_size + A] ->`` the next hidden state and
       ``reward_logits[B, 2 * reward_support_size + 1]``, both from one shared MLP;
     * prediction: ``hidden -> value_logits[B, 2 * value_support_size + 1], policy_logits[B, A]``.
@@ -184,6 +200,12 @@ def make_mlp_network(
         :class:`mz_jax.types.MuZeroNetwork`): ``Linear -> LayerNorm -> ReLU`` of
         ``hidden_sizes[0]`` units on the state, then a zero-initialised ``Linear`` to one logit
         (parameters ``turn_head``; at 0 the search alternates).
+      conv_channels: None, or for image observations ``[H, W, C]``: the representation first
+        applies a 3x3 convolution with this many channels (stride 1, "SAME" padding, with bias;
+        parameters ``conv``) and a ReLU, and flattens its ``[H, W, conv_channels]`` output, as the
+        network of the MinAtar paper's DQN (Young & Tian, 2019: 16 channels, then one dense layer).
+        Its features are the same at every position of the frame, where a dense layer on the raw
+        frame must learn each position's pattern apart. Dynamics and prediction are unchanged.
     Returns:
       ``(network, params)``: the pure functions and a nested ``dict`` of float32 parameter arrays.
       An action outside ``[0, A)`` is encoded as an all-zero one-hot vector (no error under jit).
@@ -204,6 +226,7 @@ def make_mlp_network(
         lstm_size=lstm_size,
         observation_layer_norm=observation_layer_norm,
         predict_turn=predict_turn,
+        conv_channels=conv_channels,
     )
     return network, init(key)
 
@@ -222,6 +245,7 @@ def mlp_network(
     lstm_size: int = 64,
     observation_layer_norm: bool = True,
     predict_turn: bool = False,
+    conv_channels: int | None = None,
 ) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """:func:`make_mlp_network` without a key: ``(network, init)``, with ``init(key) -> params``.
 
@@ -246,9 +270,19 @@ def mlp_network(
     validation.check("lstm_size", lstm_size, kind="argument")
     validation.check("observation_layer_norm", observation_layer_norm, kind="argument")
     validation.check("predict_turn", predict_turn, kind="argument")
+    conv, observation_size = None, math.prod(observation_shape)
+    if conv_channels is not None:
+        validation.check("conv_channels", conv_channels, kind="argument")
+        if len(observation_shape) != 3:
+            raise ValueError(
+                f"conv_channels {conv_channels!r} needs image observations [H, W, C]; got "
+                f"observation_shape {observation_shape}; allowed: None for this shape"
+            )
+        height, width, channels = observation_shape
+        conv, observation_size = (channels, conv_channels), height * width * conv_channels
     value_prefix = None if value_prefix_horizon is None else lstm_size
     build = lambda rngs: _MlpMuZero(
-        observation_size=math.prod(observation_shape),
+        observation_size=observation_size,
         num_actions=num_actions,
         hidden_sizes=hidden_sizes,
         latent_size=latent_size,
@@ -258,6 +292,7 @@ def mlp_network(
         value_prefix=value_prefix,
         observation_layer_norm=observation_layer_norm,
         predict_turn=predict_turn,
+        conv=conv,
         dtype=dtype,
         rngs=rngs,
     )
