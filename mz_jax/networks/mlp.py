@@ -274,9 +274,12 @@ def mlp_network(
     if conv_channels is not None:
         validation.check("conv_channels", conv_channels, kind="argument")
         if len(observation_shape) != 3:
-            raise ValueError(
-                f"conv_channels {conv_channels!r} needs image observations [H, W, C]; got "
-                f"observation_shape {observation_shape}; allowed: None for this shape"
+            validation.fail(
+                "conv_channels",
+                conv_channels,
+                f"None for observation_shape {observation_shape}: the convolution needs image "
+                "observations [H, W, C]",
+                kind="argument",
             )
         height, width, channels = observation_shape
         conv, observation_size = (channels, conv_channels), height * width * conv_channels
