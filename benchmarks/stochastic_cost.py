@@ -5,7 +5,7 @@
 For a CartPole-sized game (4 inputs, 2 actions, 4 chance outcomes) and a backgammon-sized one (34
 inputs, 156 actions, 32 outcomes): the jitted ``value_and_grad`` of ``make_loss_fn`` and of
 ``make_stochastic_loss_fn`` on MLP networks of the same widths (batch 128, K = 5), and a batched
-search (16 roots, 16 simulations, muzero policy) with each network. Stochastic MuZero runs two
+search (16 roots, 16 simulations) with each network and each policy (pUCT, Gumbel). Stochastic MuZero runs two
 network steps per transition (afterstate, then chance) and the encoder, so about twice the work
 is expected; the table says what it is.
 """
@@ -25,6 +25,7 @@ from mz_jax.networks import mlp_network, stochastic_mlp_network
 
 GAMES = {"CartPole-sized": (4, 2, 4), "backgammon-sized": (34, 156, 32)}
 BATCH, K, ROOTS = 128, 5, 16
+POLICIES = ("muzero", "gumbel")
 SIZES = dict(hidden_sizes=(64, 64), latent_size=64, value_support_size=10, reward_support_size=10)
 
 
@@ -43,20 +44,25 @@ def make_batch(observation_size: int, num_actions: int) -> Batch:
     )
 
 
-def time_update_and_search(network, params, loss, batch, legal, *, config, repeats):
-    """Median seconds of one jitted ``value_and_grad`` of ``loss`` and of one search."""
+def time_update_and_search(network, params, loss, batch, legal, *, repeats):
+    """Median seconds of one jitted ``value_and_grad`` of ``loss`` and of one search with each
+    policy."""
     grad = jax.jit(jax.value_and_grad(loss, has_aux=True))
-    act = jax.jit(lambda p, k, o, m: search(p, k, o, m, network=network, config=config))
     roots, key = batch.observation[: legal.shape[0]], jax.random.key(0)
-    update_s = median_seconds(lambda: jax.block_until_ready(grad(params, batch)), repeats=repeats)
-    search_s = median_seconds(
-        lambda: jax.block_until_ready(act(params, key, roots, legal)), repeats=repeats
-    )
-    return update_s, search_s
+    times = [median_seconds(lambda: jax.block_until_ready(grad(params, batch)), repeats=repeats)]
+    for policy in POLICIES:
+        config = SearchConfig(policy=policy, num_simulations=16, discount=0.99, two_player=False)
+        act = jax.jit(lambda p, k, o, m, c=config: search(p, k, o, m, network=network, config=c))
+        times.append(
+            median_seconds(
+                lambda act=act: jax.block_until_ready(act(params, key, roots, legal)),
+                repeats=repeats,
+            )
+        )
+    return times
 
 
 def rows(repeats: int) -> list[list[str]]:
-    config = SearchConfig(policy="muzero", num_simulations=16, discount=0.99, two_player=False)
     table = []
     for game, (observation_size, num_actions, chance) in GAMES.items():
         common = dict(observation_shape=(observation_size,), num_actions=num_actions, **SIZES)
@@ -70,12 +76,13 @@ def rows(repeats: int) -> list[list[str]]:
             ("Stochastic MuZero", stochastic, stochastic_init, make_stochastic_loss_fn(stochastic)),
         ):
             times[name] = time_update_and_search(
-                network, init(0), loss, batch, legal, config=config, repeats=repeats
+                network, init(0), loss, batch, legal, repeats=repeats
             )
-            update_s, search_s = times[name]
-            table.append([game, name, f"{1e3 * update_s:.1f}", f"{1e3 * search_s:.1f}"])
-        (mu_u, mu_s), (st_u, st_s) = times["MuZero"], times["Stochastic MuZero"]
-        table.append([game, "ratio", f"{st_u / mu_u:.2f}x", f"{st_s / mu_s:.2f}x"])
+            table.append([game, name, *(f"{1e3 * t:.1f}" for t in times[name])])
+        ratios = [
+            st / mu for st, mu in zip(times["Stochastic MuZero"], times["MuZero"], strict=True)
+        ]
+        table.append([game, "ratio", *(f"{r:.2f}x" for r in ratios)])
     return table
 
 
@@ -85,8 +92,9 @@ def main() -> None:
     args = parser.parse_args()
     print(machine_description())
     print(f"batch {BATCH}, K = {K}; search: {ROOTS} roots, 16 simulations; MLP {SIZES}")
+    searches = [f"ms per search ({policy})" for policy in POLICIES]
     print_table(
-        ["game", "model", "ms per update", "ms per search"], rows(repeats=3 if args.quick else 10)
+        ["game", "model", "ms per update", *searches], rows(repeats=3 if args.quick else 10)
     )
 
 

@@ -126,8 +126,6 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
 def check_stochastic(config: TrainConfig) -> None:
     """Refuses what Stochastic MuZero (``network.num_chance_outcomes``) does not combine with."""
     chance = f"with network.num_chance_outcomes = {config.network.num_chance_outcomes}"
-    if config.search.policy != "muzero":
-        fail("search.policy", config.search.policy, f"'muzero' {chance} (pUCT with chance nodes)")
     if config.network.value_prefix_horizon is not None:
         fail("network.value_prefix_horizon", config.network.value_prefix_horizon, f"None {chance}")
 

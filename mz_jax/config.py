@@ -66,7 +66,7 @@ class NetworkConfig:
     """None: MuZero's deterministic model. C: Stochastic MuZero (Antonoglou et al., 2022) with C
     chance outcomes: afterstates, a distribution over the outcomes after each move, and an encoder
     of the observed outcome into one of C one-hot codes (:mod:`mz_jax.stochastic`), as an MLP or a
-    ResNet (``kind``). Needs search.policy 'muzero' and no value prefix; consistency_loss_weight > 0
+    ResNet (``kind``), searched with either policy. Needs no value prefix; consistency_loss_weight > 0
     gives the chance code something to carry (the next state must match the observation that
     followed)."""
 

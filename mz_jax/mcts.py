@@ -8,10 +8,11 @@ Two policies over the same pair of network functions:
   completed-Q selection inside the tree; its policy target is ``softmax(logits + sigma(completed Q))``
   (Danihelka et al., 2022, "Policy improvement by planning with Gumbel").
 
-A :class:`~mz_jax.types.StochasticMuZeroNetwork` is searched with the muzero policy on mctx's
-``stochastic_muzero_policy``: below every move an afterstate, a chance node whose outcomes are
-expanded in proportion to the predicted σ (Antonoglou et al., 2022); the root's handling below is
-the same.
+A :class:`~mz_jax.types.StochasticMuZeroNetwork` is searched with chance nodes: below every move
+an afterstate, a chance node whose outcomes are expanded in proportion to the predicted σ
+(Antonoglou et al., 2022). The muzero policy is mctx's ``stochastic_muzero_policy``; the gumbel
+policy is :func:`mz_jax.stochastic_gumbel.gumbel_stochastic_muzero_policy`, Sequential Halving at
+the root of the same tree. The root's handling below is the same for all four.
 
 Values and rewards come out of the network as categorical logits and are decoded with
 :func:`mz_jax.transforms.logits_to_scalar`. Values are from the perspective of the player to move and
@@ -38,6 +39,7 @@ import mctx
 
 from mz_jax import validation
 from mz_jax.search_model import make_chance_fn, make_decision_fn, make_recurrent_fn, make_root_fn
+from mz_jax.stochastic_gumbel import gumbel_stochastic_muzero_policy
 from mz_jax.types import Array, MuZeroNetwork, Params, StochasticMuZeroNetwork
 
 
@@ -149,9 +151,9 @@ def search(
       observation: ``[B, ...]`` root observations (or a pytree of them).
       legal_action_mask: ``[B, A]`` bool, True where an action is legal at the root. Legality is
         only known at the root; inside the tree the model's prior decides.
-      network: the MuZero network pair, or a Stochastic MuZero network: its search (muzero policy
-        only) has chance nodes below every move, whose outcomes are visited in proportion to the
-        predicted σ (mctx's ``stochastic_muzero_policy``, Antonoglou et al., 2022).
+      network: the MuZero network pair, or a Stochastic MuZero network: its search has chance
+        nodes below every move, whose outcomes are visited in proportion to the predicted σ
+        (Antonoglou et al., 2022), with either policy.
       config: search settings.
       temperature: muzero policy only: act by ``visits ** (1 / temperature)``; 0 acts by the most
         visited action (ties broken at random). May be a traced scalar (a schedule by training
@@ -188,11 +190,6 @@ def search(
     if python_number and not (math.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature must be finite and >= 0; got {temperature!r}")
     stochastic = isinstance(network, StochasticMuZeroNetwork)
-    if stochastic and config.policy != "muzero":
-        raise ValueError(
-            f"search.policy = {config.policy!r} is invalid for a StochasticMuZeroNetwork: allowed "
-            "'muzero' (mctx's Stochastic MuZero search is pUCT with chance nodes)"
-        )
     for name in ("discount", "two_player"):
         if getattr(config, name) is None:
             raise ValueError(
@@ -236,10 +233,18 @@ def search(
         prior_logits=logits, value=jnp.where(jnp.isfinite(root.value), root.value, 0.0)
     )
 
-    if not stochastic:
-        recurrent_fn = make_recurrent_fn(
-            network, discount=config.discount, two_player=config.two_player
+    # The model as mctx's policies take it, and the pUCT and Gumbel policies over it.
+    if stochastic:
+        model = (
+            make_decision_fn(network),
+            make_chance_fn(network, discount=config.discount, two_player=config.two_player),
         )
+        puct_policy, gumbel_policy = mctx.stochastic_muzero_policy, gumbel_stochastic_muzero_policy
+    else:
+        model = (
+            make_recurrent_fn(network, discount=config.discount, two_player=config.two_player),
+        )
+        puct_policy, gumbel_policy = mctx.muzero_policy, mctx.gumbel_muzero_policy
     invalid_actions = ~legal
     completed_q = functools.partial(
         mctx.qtransform_completed_by_mix_value,
@@ -276,20 +281,9 @@ def search(
             pb_c_init=config.pb_c_init,
             pb_c_base=config.pb_c_base,
         )
-        if stochastic:
-            policy_output = mctx.stochastic_muzero_policy(
-                params,
-                search_key,
-                root,
-                make_decision_fn(network),
-                make_chance_fn(network, discount=config.discount, two_player=config.two_player),
-                config.num_simulations,
-                **pucts,
-            )
-        else:
-            policy_output = mctx.muzero_policy(
-                params, search_key, root, recurrent_fn, config.num_simulations, **pucts
-            )
+        policy_output = puct_policy(
+            params, search_key, root, *model, config.num_simulations, **pucts
+        )
         # A stochastic tree's children are A actions then C chance outcomes: the root's are actions.
         visit_counts = policy_output.search_tree.summary().visit_counts[:, :num_actions]
         # mctx samples from log(max(visit_probs, tiny)) / temperature, which leaves unvisited and
@@ -305,19 +299,17 @@ def search(
             logits = jnp.where(legal, prior_logits + sigma[:, :num_actions], -jnp.inf)
             policy_output = policy_output.replace(action_weights=jax.nn.softmax(logits, axis=-1))
     else:
-        policy_output = mctx.gumbel_muzero_policy(
-            params,
-            search_key,
-            root,
-            recurrent_fn,
-            config.num_simulations,
+        gumbels = dict(
             invalid_actions=invalid_actions,
             max_depth=config.max_depth,
             qtransform=completed_q,
             max_num_considered_actions=min(config.max_num_considered_actions, num_actions),
             gumbel_scale=0.0 if greedy else config.gumbel_scale,
         )
-        # mctx takes the argmax over legal actions only (masked_argmax): legal by construction.
+        policy_output = gumbel_policy(
+            params, search_key, root, *model, config.num_simulations, **gumbels
+        )
+        # The argmax is over legal actions only (mctx's masked_argmax): legal by construction.
         action = policy_output.action
 
     policy = jnp.where(has_legal_action[:, None], policy_output.action_weights, 0.0)

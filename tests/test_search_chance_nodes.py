@@ -201,9 +201,3 @@ def test_completed_q_target_on_the_chance_node_tree():
     assert int(np.argmax(out.policy[0])) == int(np.argmax(q))
     illegal = _search(params, jax.random.key(3), jnp.array([[True, False]]), config=config)
     np.testing.assert_array_equal(illegal.policy[0], [1.0, 0.0])  # only action 0 is legal
-
-
-def test_gumbel_policy_is_refused_for_a_stochastic_network():
-    config = SearchConfig(policy="gumbel", num_simulations=4, discount=1.0, two_player=False)
-    with pytest.raises(ValueError, match=r"search\.policy = 'gumbel' is invalid.*allowed 'muzero'"):
-        _search(_params(SIGMA2, REWARD2), jax.random.key(0), jnp.ones((1, 2), bool), config=config)

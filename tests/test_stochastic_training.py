@@ -41,10 +41,6 @@ def test_builds_the_stochastic_network_and_loss():
     "change, message",
     [
         (
-            {"search": SearchConfig(policy="gumbel")},
-            r"'search.policy' = 'gumbel' .*allowed 'muzero'",
-        ),
-        (
             {"network": dataclasses.replace(CONFIG.network, value_prefix_horizon=5)},
             r"'network.value_prefix_horizon' = 5 is invalid: allowed None",
         ),
@@ -66,10 +62,13 @@ def test_num_chance_outcomes_is_checked():
         NetworkConfig(num_chance_outcomes=0)
 
 
-def test_iterations_train_every_term_and_stay_finite():
+@pytest.mark.parametrize("policy", ["muzero", "gumbel"])
+def test_iterations_train_every_term_and_stay_finite(policy):
     # With the consistency term: the states the chance dynamics reach are pulled towards the
-    # representations of the observations that followed.
-    config = dataclasses.replace(CONFIG, consistency_loss_weight=1.0)
+    # representations of the observations that followed. Acting and the reanalysed policies search
+    # with chance nodes by pUCT or by Sequential Halving.
+    search = dataclasses.replace(CONFIG.search, policy=policy)
+    config = dataclasses.replace(CONFIG, consistency_loss_weight=1.0, search=search)
     trainer = make_train(config, devices=jax.devices()[:1])
     state = trainer.init(0)
     params_0 = jax.device_get(state.train.params)
