@@ -19,12 +19,14 @@ from mz_jax.workdir import read_metrics
 
 PRESETS = (
     "acrobot",
+    "backgammon",
     "breakout_minatar",
     "breakout_minatar_mlp",
     "cartpole",
     "cartpole_sample_efficient",
     "catch",
     "connect_four",
+    "game_2048",
     "mountaincar",
     "tic_tac_toe",
 )
@@ -194,6 +196,8 @@ def test_presets():
         "connect_four": "pgx:connect_four",
         "breakout_minatar": "gymnax:Breakout-MinAtar",
         "breakout_minatar_mlp": "gymnax:Breakout-MinAtar",
+        "game_2048": "pgx:2048",
+        "backgammon": "pgx:backgammon",
     }
     for name, env in expected_env.items():
         config = load_preset(name)
@@ -208,6 +212,13 @@ def test_presets():
     acrobot = load_preset("acrobot")
     assert acrobot.random_action_probability > 0 and acrobot.exploration_repeat_exponent
     assert not acrobot.stop_value_targets_at_exploration and acrobot.decoupled_weight_decay
+    # The games with chance are Stochastic MuZero's, searched by Gumbel MuZero with chance nodes;
+    # backgammon's results are +-1, 2 or 3 at the end of a game.
+    for name in ("game_2048", "backgammon"):
+        stochastic = load_preset(name)
+        assert stochastic.network.num_chance_outcomes == 32 and stochastic.search.policy == "gumbel"
+    backgammon = load_preset("backgammon")
+    assert backgammon.discount == 1.0 and backgammon.network.value_support_size >= 3
 
 
 def test_default_workdir_names_the_preset_or_the_environment():

@@ -244,6 +244,21 @@ def test_the_readme_suite_file_is_valid(tmp_path):
     assert (entries[2].opponent, entries[2].opponent_episodes) == ("mcts:1000", 200)
 
 
+def test_the_stochastic_suite_file_trains_each_game_with_its_preset():
+    path = Path(__file__).parent.parent / "configs" / "stochastic.toml"
+    entries = load_suite(path)
+    assert [(entry.env, entry.preset) for entry in entries] == [
+        ("pgx:2048", "game_2048"),
+        ("pgx:backgammon", "backgammon"),
+    ]
+    for entry in entries:
+        suite_opponent.check_opponent(entry)
+        config = entry_config(entry, num_seeds=3)
+        assert config.env == entry.env and config.network.num_chance_outcomes == 32
+    # The backgammon target is over 500 games against the random player, both seats.
+    assert (entries[1].opponent, entries[1].opponent_episodes) == ("random", 500)
+
+
 # ---------------------------------------------------------------------------------------------------
 # Opponents: board games play one after training (suite_opponent.play_opponent).
 
