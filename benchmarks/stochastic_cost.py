@@ -5,9 +5,9 @@
 For a CartPole-sized game (4 inputs, 2 actions, 4 chance outcomes) and a backgammon-sized one (34
 inputs, 156 actions, 32 outcomes): the jitted ``value_and_grad`` of ``make_loss_fn`` and of
 ``make_stochastic_loss_fn`` on MLP networks of the same widths (batch 128, K = 5), and a batched
-search (16 roots, 16 simulations) with each network and each policy (pUCT, Gumbel). Stochastic MuZero runs two
-network steps per transition (afterstate, then chance) and the encoder, so about twice the work
-is expected; the table says what it is.
+search (16 roots, 16 simulations) with each network and each policy (pUCT, Gumbel). Stochastic
+MuZero runs two network steps per transition (afterstate, then chance) and the encoder, so about
+twice the work is expected; the table says what it is.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ outcomes the search visited, so it estimates the expectation over chance, not th
 
 The combination uses mctx internals: ``StochasticRecurrentState``, four private helpers of its
 ``policies`` module (the ``A + C`` "actions" recurrent function, the selection wrapper that
-dispatches on the node type, the tree slicing and the logit masking) and
-``seq_halving.score_considered``. ``tests/test_stochastic_gumbel.py`` checks the result against
+dispatches on the node type, the tree slicing and the logit masking),
+``action_selection.masked_argmax`` and ``seq_halving.score_considered``. ``tests/test_stochastic_gumbel.py`` checks the result against
 mctx's own ``gumbel_muzero_policy`` on a model where the two searches must agree, so a change of
 those internals shows there.
 """
@@ -35,6 +35,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import mctx
+from mctx._src import action_selection as mctx_action_selection
 from mctx._src import base as mctx_base
 from mctx._src import policies as mctx_policies
 from mctx._src import seq_halving
@@ -155,9 +156,7 @@ def gumbel_stochastic_muzero_policy(
     to_argmax = seq_halving.score_considered(
         considered_visit, gumbel, root.prior_logits, completed_q, visit_counts
     )
-    if invalid_actions is not None:
-        to_argmax = jnp.where(invalid_actions, -jnp.inf, to_argmax)
-    action = jnp.argmax(to_argmax, axis=-1).astype(jnp.int32)
+    action = mctx_action_selection.masked_argmax(to_argmax, invalid_actions)
     weights = jax.nn.softmax(
         mctx_policies._mask_invalid_actions(root.prior_logits + completed_q, invalid_actions)
     )
