@@ -70,6 +70,13 @@ class SearchConfig:
       maxvisit_init: c_visit of the completed-Q transform sigma, >= 0 (likewise).
       rescale_values: rescale completed Q-values to [0, 1] by their min and max before sigma
         (likewise).
+      rescale_min_range: with ``rescale_values``, the smallest ``max - min`` the rescaling divides
+        by (mctx's ``epsilon``; EfficientZero's ``value_delta_max`` plays this part in its min-max
+        statistics), > 0. Where a node's completed Q-values differ by less, they are not stretched
+        to [0, 1] but divided by this range, so an untrained network's noise of a few hundredths
+        does not become a full-strength preference in sigma and in the policy target. The default
+        1e-8 is mctx's and rescales every range; set it to about the smallest Q difference that
+        should count in full (in return units).
       policy_target: the muzero policy's policy target: ``"visits"``, the root's visit distribution
         (MuZero), or ``"completed_q"``, Gumbel MuZero's improved policy computed on the pUCT tree,
         ``softmax(prior_logits + sigma(completed Q))`` over the legal actions (Danihelka et al.,
@@ -96,13 +103,21 @@ class SearchConfig:
     value_scale: float = 0.1
     maxvisit_init: float = 50.0
     rescale_values: bool = True
+    rescale_min_range: float = 1e-8
     value_bounds: tuple[float, float] | None = None
     policy_target: str = "visits"
 
     def __post_init__(self) -> None:
         validation.check_fields(self, prefix="search.", optional=("discount", "two_player"))
         # mctx asserts Python floats for the Dirichlet parameters; accept ints from the CLI too.
-        for name in ("discount", "dirichlet_alpha", "dirichlet_fraction", "pb_c_init", "pb_c_base"):
+        for name in (
+            "discount",
+            "dirichlet_alpha",
+            "dirichlet_fraction",
+            "pb_c_init",
+            "pb_c_base",
+            "rescale_min_range",
+        ):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, float(getattr(self, name)))
         if self.value_bounds is not None:
@@ -251,6 +266,7 @@ def search(
         value_scale=config.value_scale,
         maxvisit_init=config.maxvisit_init,
         rescale_values=config.rescale_values,
+        epsilon=config.rescale_min_range,
     )
     if config.policy == "muzero":
         prior_logits = root.prior_logits  # before the Dirichlet noise

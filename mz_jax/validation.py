@@ -210,6 +210,7 @@ RULES: dict[str, Rule] = {
     "value_scale": number(0, math.inf, low_open=True),
     "maxvisit_init": number(0),
     "rescale_values": boolean(),
+    "rescale_min_range": number(0, math.inf, low_open=True),
     "value_bounds": optional(pair(number(-math.inf), ordered=True)),
 }
 """The rule of every field, by its name (the same name in every class and function that has it)."""

@@ -148,6 +148,24 @@ def test_gumbel_policy_matches_sequential_halving_by_hand():
     np.testing.assert_allclose(out.policy[1].sum(), 1.0, rtol=1e-6)
 
 
+@pytest.mark.parametrize("min_range", [0.4, 2.0])
+def test_rescale_min_range_floors_the_range_the_gumbel_q_values_are_divided_by(min_range):
+    # The bandit's Q-values span 0.9 - 0.1 = 0.8 in row 0. A floor of 0.4 lies below that range and
+    # changes nothing; a floor of 2.0 divides by 2.0 instead of 0.8, so the arms' completed Q become
+    # (q - 0.1) / 2 = (0, 0.1, 0.4, 0.2) rather than (0, 0.25, 1, 0.5). Sequential Halving keeps the
+    # same arms either way (2 and 3 lead at every stage), so the visits and sigma's factor
+    # (50 + 6) * 0.1 are those of test_gumbel_policy_matches_sequential_halving_by_hand.
+    out = _bandit(dataclasses.replace(BANDIT_GUMBEL, rescale_min_range=min_range))
+    np.testing.assert_array_equal(out.action, [2, 3])
+    np.testing.assert_allclose(out.root_value[0], 9.2 / 17, rtol=1e-5)
+    scaled = (np.array([0.1, 0.3, 0.9, 0.5]) - 0.1) / max(0.8, min_range)
+    logits = np.array([1.0, 0.0, 0.0, 0.0]) + 5.6 * scaled
+    expected = np.exp(logits) / np.exp(logits).sum()
+    np.testing.assert_allclose(out.policy[0], expected, rtol=1e-5)
+    if min_range > 0.8:  # a flatter target: the best arm's weight 0.61 rather than 0.93
+        assert 0.55 < expected[2] < 0.65
+
+
 def test_muzero_completed_q_target_is_gumbels_improved_policy_on_the_puct_tree():
     # The same pUCT search (greedy, so the same tree): the visit counts below, read off the
     # visit-count target, are (3, 2, 25, 2) and (8, 5, 0, 19) for 32 simulations.
@@ -366,6 +384,8 @@ def test_shape_mismatches_raise():
         ("value_scale", 0.0),
         ("maxvisit_init", -1.0),
         ("rescale_values", "yes"),
+        ("rescale_min_range", 0.0),
+        ("rescale_min_range", -0.1),
         ("value_bounds", (1.0, -1.0)),
         ("value_bounds", (0.0,)),
     ],
