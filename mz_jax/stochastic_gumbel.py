@@ -22,9 +22,9 @@ outcomes the search visited, so it estimates the expectation over chance, not th
 The combination uses mctx internals: ``StochasticRecurrentState``, four private helpers of its
 ``policies`` module (the ``A + C`` "actions" recurrent function, the selection wrapper that
 dispatches on the node type, the tree slicing and the logit masking),
-``action_selection.masked_argmax`` and ``seq_halving.score_considered``. ``tests/test_stochastic_gumbel.py`` checks the result against
-mctx's own ``gumbel_muzero_policy`` on a model where the two searches must agree, so a change of
-those internals shows there.
+``action_selection.masked_argmax`` and ``seq_halving.score_considered``.
+``tests/test_stochastic_gumbel.py`` checks the result against mctx's own ``gumbel_muzero_policy``
+on a model where the two searches must agree, so a change of those internals shows there.
 """
 
 from __future__ import annotations
