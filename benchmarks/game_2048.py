@@ -28,7 +28,6 @@ from common import machine_description, print_table
 
 from mz_jax.agent import Agent
 from mz_jax.envs import Env, make_env
-from mz_jax.mcts import search
 from mz_jax.workdir import read_config
 
 ENV = "pgx:2048"
@@ -58,14 +57,13 @@ def play(key, *, env: Env, choose, num_games: int, max_steps: int) -> tuple[jax.
     """``num_games`` games, one per environment, moves from ``choose(key, observation, legal)``."""
     reset_key, loop_key = jax.random.split(key)
     state, timestep = jax.vmap(env.reset)(jax.random.split(reset_key, num_games))
-    zeros = jnp.zeros(num_games, jnp.int32)
     init = (
         0,
         state,
         timestep,
         jnp.zeros(num_games, jnp.float32),
         largest_tile(timestep.observation),
-        zeros,
+        jnp.zeros(num_games, jnp.int32),
         jnp.zeros(num_games, bool),
     )
 
@@ -92,23 +90,6 @@ def play(key, *, env: Env, choose, num_games: int, max_steps: int) -> tuple[jax.
     return score, tile, length, done
 
 
-def agent_chooser(agent: Agent):
-    """Greedy search with the agent's network and search settings, as ``mz-jax eval`` plays."""
-
-    def choose(key, observation, legal):
-        return search(
-            agent.params,
-            key,
-            observation,
-            legal,
-            network=agent.network,
-            config=agent.search_config,
-            greedy=True,
-        ).action
-
-    return choose
-
-
 def random_choice(key, observation, legal):
     """A uniformly random legal move per board."""
     del observation
@@ -124,7 +105,7 @@ def run_games(env: Env, choose, key, *, num_games: int, max_steps: int) -> Games
 
 def row(label: str, steps: str, games: Games) -> list[object]:
     n = len(games.score)
-    sem = games.score.std(ddof=1) / math.sqrt(n) if n > 1 else float("nan")
+    sem = games.score.std(ddof=1) / math.sqrt(n)
     shares = [f"{np.mean(games.max_tile >= t):.2f}" for t in TILES]
     return [
         label,
@@ -168,12 +149,9 @@ def main() -> None:
         model = "Stochastic MuZero" if config.network.num_chance_outcomes else "MuZero"
         for i in range(config.num_seeds):
             agent = Agent.restore(workdir, seed_index=i)
+            # Agent.act: the greedy search mz-jax eval plays, traced into the game loop.
             games = run_games(
-                agent.env,
-                agent_chooser(agent),
-                key,
-                num_games=args.games,
-                max_steps=args.max_steps,
+                agent.env, agent.act, key, num_games=args.games, max_steps=args.max_steps
             )
             label = f"{workdir} (seed {agent.config.seed}, {model})"
             rows.append(row(label, f"{agent.env_steps:,}", games))
