@@ -216,7 +216,8 @@ class Agent:
         Args:
           key: a PRNG key, consumed.
           num_episodes: episodes played in parallel, one per environment.
-          max_steps: steps each episode may last; default ``config.eval_max_steps``.
+          max_steps: environment steps each episode may last; default ``config.eval_max_steps``
+            (with ``config.action_repeat`` > 1, ``ceil(max_steps / action_repeat)`` decisions).
           opponent: None (single-player, or self-play in a two-player game), ``"random"`` (a
             uniformly random legal player) or ``"mcts:N"`` (the MCTS baseline with N simulations on
             the true game, :mod:`mz_jax.baseline`; pgx games only); the agent moves first in the
@@ -241,7 +242,7 @@ class Agent:
                     network=self.network,
                     search_config=self.search_config,
                     num_episodes=num_episodes,
-                    max_steps=max_steps,
+                    max_steps=-(-max_steps // self.config.action_repeat),
                     opponent=opponent,
                 )
             )

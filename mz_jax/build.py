@@ -24,7 +24,7 @@ import optax
 
 from mz_jax import learner, networks, transforms
 from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.envs import Env, make_env
+from mz_jax.envs import Env, make_env, repeat_action
 from mz_jax.loss import LossFn, make_loss_fn
 from mz_jax.mcts import SearchConfig
 from mz_jax.stochastic import make_stochastic_loss_fn
@@ -60,6 +60,22 @@ class Components:
     optimizer: optax.GradientTransformation
 
 
+def make_run_env(config: TrainConfig) -> Env:
+    """The environment a run of ``config`` acts in: ``config.env`` with its time limit, each action
+    repeated ``config.action_repeat`` times.
+
+    Raises:
+      ValueError: an unknown environment, or ``action_repeat`` > 1 for a two-player game.
+    """
+    env = make_env(config.env, max_episode_steps=config.max_episode_steps)
+    if config.action_repeat > 1 and env.num_players != 1:
+        raise ValueError(
+            f"'action_repeat' = {config.action_repeat} is invalid for {env.name}: allowed 1 for a "
+            f"two-player game (its players take turns between actions)"
+        )
+    return repeat_action(env, config.action_repeat)
+
+
 def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
     """The components of a run of ``config``.
 
@@ -73,7 +89,7 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
     """
     if not isinstance(config, TrainConfig):
         raise ValueError(f"config must be a mz_jax.TrainConfig; got {type(config).__name__}")
-    env = make_env(config.env, max_episode_steps=config.max_episode_steps)
+    env = make_run_env(config)
     network_config = network_config_for(config, env)
     if network_config.num_chance_outcomes is not None:
         check_stochastic(config)

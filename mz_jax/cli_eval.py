@@ -72,14 +72,14 @@ def evaluate_run(argv: list[str]) -> int:
 
     from mz_jax import baseline
     from mz_jax.agent import Agent
+    from mz_jax.build import make_run_env
     from mz_jax.checkpoint import CheckpointError
-    from mz_jax.envs import make_env
     from mz_jax.workdir import read_config
 
     try:
         config = read_config(args.workdir)
         # Checked before the (slower) restore; pgx and gymnax environments build in milliseconds.
-        env = make_env(config.env, max_episode_steps=config.max_episode_steps)
+        env = make_run_env(config)
         two_player = env.num_players == 2
         if not two_player and args.opponent is not None:
             raise CliError(

@@ -86,6 +86,15 @@ class TrainConfig:
     """Environment name, 'gymnax:<id>' or 'pgx:<id>' (see `mz-jax envs`)."""
     max_episode_steps: int | None = None
     """Time limit in environment steps (truncation); None keeps the environment's own."""
+    action_repeat: int = 1
+    """Environment steps per action (frame skip; MuZero's Atari agent repeats each action 4 times):
+    the agent decides once every this many steps, and the rewards of the steps in between are
+    summed (:func:`mz_jax.envs.repeat_action`; a repeat stops at the end of an episode). Step
+    counts that say *environment steps* (``total_env_steps``, ``eval_every_env_steps``,
+    ``eval_max_steps``, ``max_episode_steps``, the logs' ``env_steps``) count environment steps, this
+    many per decision; the discount, ``td_steps``, ``num_unroll_steps``, ``rollout_length`` and
+    the replay count decisions, and so do the episode lengths in the logs. Single-player
+    environments only. 1: every step is a decision."""
     seed: int = 0
     """Seed of every random choice of the run, in [0, 2**31 - 1]."""
     num_seeds: int = 1
@@ -330,8 +339,14 @@ class TrainConfig:
 
     @property
     def env_steps_per_iteration(self) -> int:
-        """Environment steps of one iteration, all environments together."""
-        return self.num_envs * self.rollout_length
+        """Environment steps of one iteration, all environments together (``action_repeat`` per
+        decision; a repeat cut short by the end of an episode counts in full)."""
+        return self.num_envs * self.rollout_length * self.action_repeat
+
+    @property
+    def eval_max_decisions(self) -> int:
+        """The decisions an evaluation episode may take: ``eval_max_steps`` environment steps."""
+        return -(-self.eval_max_steps // self.action_repeat)
 
     @property
     def decay_updates(self) -> int | None:

@@ -216,7 +216,7 @@ def make_train(config: TrainConfig | Components, *, devices: list | None = None)
         network=components.network,
         search_config=components.search_config,
         num_episodes=config.eval_episodes,
-        max_steps=config.eval_max_steps,
+        max_steps=config.eval_max_decisions,
         opponent="random" if components.env.num_players == 2 else None,
     )
     return Trainer(

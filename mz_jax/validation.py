@@ -113,6 +113,7 @@ _FRACTION = number(0, 1)
 RULES: dict[str, Rule] = {
     # Environment and run.
     "max_episode_steps": optional(_POSITIVE),
+    "action_repeat": _POSITIVE,
     "seed": integer(0, 2**31 - 1),  # jax.random.key keeps 32 bits; init traces it as int32
     "num_seeds": _POSITIVE,
     "total_env_steps": optional(_POSITIVE),

@@ -47,7 +47,8 @@ the board games, 12 for MinAtar Seaquest, None for ``pgx:2048`` and ``GaussianBa
 
 This module is the registry of names (:func:`make_env`, :func:`list_envs`, :func:`register_env`);
 :mod:`~mz_jax.envs.base` holds the protocol, :mod:`~mz_jax.envs.gymnax_adapter` and
-:mod:`~mz_jax.envs.pgx_adapter` the two backends.
+:mod:`~mz_jax.envs.pgx_adapter` the two backends, :func:`repeat_action` (:mod:`~mz_jax.envs.wrappers`)
+frame skip for any single-player environment.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from mz_jax.envs.base import Env, EnvState, TimeStep
 from mz_jax.envs.gymnax_adapter import GYMNAX_PREFIX, gymnax_catalog, gymnax_ids, make_gymnax
 from mz_jax.envs.pgx_adapter import MORE_THAN_TWO_PLAYERS, PGX_PREFIX, make_pgx, pgx_ids
 from mz_jax.envs.toy import TOY_ENVS, TOY_PREFIX
+from mz_jax.envs.wrappers import repeat_action
 
 __all__ = [
     "GYMNAX_PREFIX",
@@ -72,6 +74,7 @@ __all__ = [
     "list_envs",
     "make_env",
     "register_env",
+    "repeat_action",
 ]
 
 # Factories given to register_env, by name: consulted by make_env before the gymnax and pgx names.
