@@ -47,8 +47,8 @@ the board games, 12 for MinAtar Seaquest, None for ``pgx:2048`` and ``GaussianBa
 
 This module is the registry of names (:func:`make_env`, :func:`list_envs`, :func:`register_env`);
 :mod:`~mz_jax.envs.base` holds the protocol, :mod:`~mz_jax.envs.gymnax_adapter` and
-:mod:`~mz_jax.envs.pgx_adapter` the two backends, :func:`repeat_action` (:mod:`~mz_jax.envs.wrappers`)
-frame skip for any single-player environment.
+:mod:`~mz_jax.envs.pgx_adapter` the two backends, and :mod:`~mz_jax.envs.wrappers`
+:func:`repeat_action`, frame skip for any single-player environment.
 """
 
 from __future__ import annotations
