@@ -242,7 +242,7 @@ class Agent:
                     network=self.network,
                     search_config=self.search_config,
                     num_episodes=num_episodes,
-                    max_steps=-(-max_steps // self.config.action_repeat),
+                    max_steps=self.config.decisions(max_steps),
                     opponent=opponent,
                 )
             )

@@ -343,10 +343,15 @@ class TrainConfig:
         decision; a repeat cut short by the end of an episode counts in full)."""
         return self.num_envs * self.rollout_length * self.action_repeat
 
+    def decisions(self, env_steps: int) -> int:
+        """The decisions that take ``env_steps`` environment steps: ``ceil(env_steps /
+        action_repeat)``."""
+        return -(-env_steps // self.action_repeat)
+
     @property
     def eval_max_decisions(self) -> int:
         """The decisions an evaluation episode may take: ``eval_max_steps`` environment steps."""
-        return -(-self.eval_max_steps // self.action_repeat)
+        return self.decisions(self.eval_max_steps)
 
     @property
     def decay_updates(self) -> int | None:
