@@ -72,7 +72,7 @@ def config() -> TrainConfig:
         decoupled_weight_decay=True,
         priority_alpha=0.5,
         learning_rate=3e-3,
-        lr_decay_updates="run",  # the 37,404 updates of 150k decisions, after the warm-up
+        lr_decay_updates="run",  # the 49,900 updates of 200k decisions, after the warm-up
         eval_every_env_steps=5_000,
         eval_episodes=20,
         eval_max_steps=500,
