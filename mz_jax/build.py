@@ -100,6 +100,7 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
         loss_fn = make_loss_fn(
             network,
             value_loss_weight=config.value_loss_weight,
+            reward_loss_weight=config.reward_loss_weight,
             weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
             hidden_grad_scale=config.hidden_grad_scale,
             consistency_loss_weight=config.consistency_loss_weight,
@@ -109,6 +110,7 @@ def build(config: TrainConfig, *, unroll: int | bool = 1) -> Components:
         loss_fn = make_stochastic_loss_fn(
             network,
             value_loss_weight=config.value_loss_weight,
+            reward_loss_weight=config.reward_loss_weight,
             commitment_loss_weight=config.commitment_loss_weight,
             weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
             hidden_grad_scale=config.hidden_grad_scale,

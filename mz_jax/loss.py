@@ -148,6 +148,7 @@ def loss_from_predictions(
     batch: Batch,
     *,
     value_loss_weight: float = 1.0,
+    reward_loss_weight: float = 1.0,
     value_prefix_horizon: int | None = None,
     consistency: Array | None = None,
     consistency_loss_weight: float = 0.0,
@@ -181,7 +182,10 @@ def loss_from_predictions(
     )
     policy_ce = cross_entropy(predictions.policy_logits, batch.target_policy)
 
-    step_loss = mask * (value_loss_weight * value_ce + policy_ce) + reward_mask * reward_ce
+    step_loss = (
+        mask * (value_loss_weight * value_ce + policy_ce)
+        + reward_loss_weight * reward_mask * reward_ce
+    )
     losses = {
         "value": _weighted_mean(weight, mask, value_ce),
         "reward": _weighted_mean(weight, reward_mask, reward_ce),
@@ -284,6 +288,7 @@ def make_loss_fn(
     network: MuZeroNetwork,
     *,
     value_loss_weight: float = 1.0,
+    reward_loss_weight: float = 1.0,
     weight_decay: float = 0.0,
     hidden_grad_scale: float = 0.5,
     consistency_loss_weight: float = 0.0,
@@ -296,7 +301,7 @@ def make_loss_fn(
     ``(out_k, s_k) = recurrent_inference(params, h_{k-1}, actions[:, k-1])``, ``h_0 = s_0`` and
     ``h_k = scale_gradient(s_k, hidden_grad_scale)``, the per-step loss is
     ``l_k = mask_k (value_loss_weight CE(value_k, phi(z_k)) + CE(policy_k, pi_k))
-    + [k >= 1] reward_mask_k CE(reward_k, phi(u_k))``
+    + [k >= 1] reward_loss_weight reward_mask_k CE(reward_k, phi(u_k))``
     and the loss is
     ``mean_b(weight_b * sum_k scale_gradient(l_bk, c_k)) + weight_decay * sum ||theta||^2 / 2``
     with ``c_0 = 1`` and ``c_k = 1/K``. phi is :func:`mz_jax.transforms.scalar_to_support`; the support
@@ -316,6 +321,8 @@ def make_loss_fn(
     Args:
       network: the representation/dynamics/prediction functions.
       value_loss_weight: weight of the value term (the MuZero Reanalyse appendix uses 0.25).
+      reward_loss_weight: weight of the reward term (1 in MuZero; EfficientZero and LightZero expose
+        it too). Games scored once, at their end, train it on one transition in tens.
       weight_decay: L2 coefficient on all parameters, in the loss (for decoupled weight decay, give
         it to :func:`mz_jax.make_optimizer` instead).
       hidden_grad_scale: gradient scale of the hidden state between unrolled steps (1/2 in the paper).
@@ -330,6 +337,7 @@ def make_loss_fn(
     """
     check_weights(
         value_loss_weight=value_loss_weight,
+        reward_loss_weight=reward_loss_weight,
         weight_decay=weight_decay,
         consistency_loss_weight=consistency_loss_weight,
     )
@@ -362,6 +370,7 @@ def make_loss_fn(
             unrolled.predictions,
             batch,
             value_loss_weight=value_loss_weight,
+            reward_loss_weight=reward_loss_weight,
             value_prefix_horizon=network.value_prefix_horizon,
             consistency=consistency,
             consistency_loss_weight=consistency_loss_weight,

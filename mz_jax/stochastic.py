@@ -178,6 +178,7 @@ def make_stochastic_loss_fn(
     network: StochasticMuZeroNetwork,
     *,
     value_loss_weight: float = 1.0,
+    reward_loss_weight: float = 1.0,
     commitment_loss_weight: float = 1.0,
     weight_decay: float = 0.0,
     hidden_grad_scale: float = 0.5,
@@ -203,6 +204,7 @@ def make_stochastic_loss_fn(
     Args:
       network: a :class:`~mz_jax.types.StochasticMuZeroNetwork`.
       value_loss_weight: weight of the state and afterstate value terms.
+      reward_loss_weight: weight of the reward term (of the chance dynamics' rewards).
       commitment_loss_weight: β of the commitment term (the paper's VQ-VAE commitment cost).
       weight_decay: L2 coefficient on all parameters, in the loss.
       hidden_grad_scale: gradient scale of the state entering each afterstate dynamics step.
@@ -222,6 +224,7 @@ def make_stochastic_loss_fn(
         )
     check_weights(
         value_loss_weight=value_loss_weight,
+        reward_loss_weight=reward_loss_weight,
         commitment_loss_weight=commitment_loss_weight,
         weight_decay=weight_decay,
         consistency_loss_weight=consistency_loss_weight,
@@ -256,6 +259,7 @@ def make_stochastic_loss_fn(
             unrolled.predictions,
             batch,
             value_loss_weight=value_loss_weight,
+            reward_loss_weight=reward_loss_weight,
             turn=turn,
             consistency=consistency,
             consistency_loss_weight=consistency_loss_weight,

@@ -143,6 +143,7 @@ RULES: dict[str, Rule] = {
     "weight_decay": _FRACTION,
     "decoupled_weight_decay": boolean(),
     "value_loss_weight": number(0, 100),
+    "reward_loss_weight": number(0, 100),
     "consistency_loss_weight": number(0, 100),
     "commitment_loss_weight": number(0, 100),
     "code_usage_weight": number(0, 100),

@@ -239,6 +239,12 @@ _INVALID = {
         "total_env_steps is None",
     ),
     "num_seeds zero": (lambda: TrainConfig(num_seeds=0), "num_seeds", "0", "[1, 2147483648]"),
+    "reward_loss_weight negative": (
+        lambda: TrainConfig(reward_loss_weight=-1.0),
+        "reward_loss_weight",
+        "-1.0",
+        "[0.0, 100.0]",
+    ),
     "search not a SearchConfig": (
         lambda: TrainConfig(search={"num_simulations": 8}),
         "search",

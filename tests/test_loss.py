@@ -84,7 +84,9 @@ def reference_ce(logits, probs):
     return -jnp.sum(probs * (logits - jax.scipy.special.logsumexp(logits)))
 
 
-def reference_loss(params, batch, value_loss_weight=1.0, weight_decay=0.0, hidden_scale=0.5):
+def reference_loss(
+    params, batch, value_loss_weight=1.0, reward_loss_weight=1.0, weight_decay=0.0, hidden_scale=0.5
+):
     net = tiny_network()
     b_size, k_steps = batch.actions.shape
     total = 0.0
@@ -102,7 +104,7 @@ def reference_loss(params, batch, value_loss_weight=1.0, weight_decay=0.0, hidde
             )
             step += reference_ce(out.policy_logits[0], batch.target_policy[b, k])
             if k > 0:
-                step += reference_ce(
+                step += reward_loss_weight * reference_ce(
                     out.reward_logits[0], reference_phi(batch.target_reward[b, k], REWARD_BINS)
                 )
                 step = formula_scale_gradient(step, 1.0 / k_steps)
@@ -114,7 +116,15 @@ def reference_loss(params, batch, value_loss_weight=1.0, weight_decay=0.0, hidde
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"value_loss_weight": 0.25, "weight_decay": 1e-2, "hidden_scale": 0.3}],
+    [
+        {},
+        {
+            "value_loss_weight": 0.25,
+            "reward_loss_weight": 3.0,
+            "weight_decay": 1e-2,
+            "hidden_scale": 0.3,
+        },
+    ],
 )
 def test_loss_and_gradients_match_reference_loop(kwargs):
     params, batch = tiny_params(), random_batch(0, batch_size=4, num_unroll_steps=3)
@@ -122,6 +132,7 @@ def test_loss_and_gradients_match_reference_loop(kwargs):
     loss_fn = make_loss_fn(
         tiny_network(),
         value_loss_weight=kwargs.get("value_loss_weight", 1.0),
+        reward_loss_weight=kwargs.get("reward_loss_weight", 1.0),
         weight_decay=kwargs.get("weight_decay", 0.0),
         hidden_grad_scale=hidden_scale,
     )

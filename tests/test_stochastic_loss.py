@@ -109,7 +109,7 @@ def reference_code(logits):
     return soft - jax.lax.stop_gradient(soft) + jax.lax.stop_gradient(hard), soft, hard
 
 
-def reference_loss(params, batch, value_weight=1.0, beta=1.0, hidden_scale=0.5):
+def reference_loss(params, batch, value_weight=1.0, reward_weight=1.0, beta=1.0, hidden_scale=0.5):
     net = tiny_network()
     b_size, k_steps = batch.actions.shape
     obs_mask = batch.mask[:, 1:] if batch.observation_mask is None else batch.observation_mask
@@ -138,7 +138,8 @@ def reference_loss(params, batch, value_weight=1.0, beta=1.0, hidden_scale=0.5):
                     out.value_logits[0], reference_phi(batch.target_value[b, k], VALUE_BINS)
                 )
                 + reference_ce(out.policy_logits[0], batch.target_policy[b, k])
-                + reference_ce(
+                + reward_weight
+                * reference_ce(
                     out.reward_logits[0], reference_phi(batch.target_reward[b, k], REWARD_BINS)
                 )
             )
@@ -160,7 +161,10 @@ def reference_loss(params, batch, value_weight=1.0, beta=1.0, hidden_scale=0.5):
 
 @pytest.mark.parametrize(
     "kwargs, observation_mask",
-    [({}, False), ({"value_weight": 0.25, "beta": 0.3, "hidden_scale": 0.3}, True)],
+    [
+        ({}, False),
+        ({"value_weight": 0.25, "reward_weight": 2.0, "beta": 0.3, "hidden_scale": 0.3}, True),
+    ],
 )
 def test_loss_and_gradients_match_reference_loop(kwargs, observation_mask):
     params = tiny_params()
@@ -168,6 +172,7 @@ def test_loss_and_gradients_match_reference_loop(kwargs, observation_mask):
     loss_fn = make_stochastic_loss_fn(
         tiny_network(),
         value_loss_weight=kwargs.get("value_weight", 1.0),
+        reward_loss_weight=kwargs.get("reward_weight", 1.0),
         commitment_loss_weight=kwargs.get("beta", 1.0),
         hidden_grad_scale=kwargs.get("hidden_scale", 0.5),
     )
