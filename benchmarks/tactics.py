@@ -25,6 +25,7 @@ two-player games where a finished game pays the winner +1 (``tic_tac_toe``, ``co
 from __future__ import annotations
 
 import argparse
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +33,7 @@ import numpy as np
 from common import machine_description, print_table
 
 from mz_jax.agent import Agent
+from mz_jax.envs.base import select_tree
 from mz_jax.envs.pgx_adapter import pgx_game
 from mz_jax.transforms import logits_to_scalar
 from mz_jax.workdir import read_config
@@ -53,39 +55,33 @@ def random_positions(env, key: jax.Array, num: int, moves: tuple[int, int]):
         logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
         action = jax.random.categorical(key, logits)
         play = (t < length) & ~state.terminated
-        played = step(state, action)
-        keep = lambda new, old: jnp.where(play.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)
-        return jax.tree.map(keep, played, state)
+        return jax.vmap(select_tree)(play, step(state, action), state)
 
     state = jax.lax.fori_loop(0, hi, move, state)
     return state, ~state.terminated
 
 
+def _after_each_move(env, state, outcome) -> jax.Array:
+    """``[N, A]`` bool: ``outcome(state reached)`` ``[N]`` for each move, False where it is illegal."""
+    num = state.current_player.shape[0]
+    after = lambda action: outcome(jax.vmap(env.step)(state, jnp.full((num,), action)))
+    return jax.vmap(after, out_axes=1)(jnp.arange(env.num_actions)) & state.legal_action_mask
+
+
 def wins_in_one(env, state) -> jax.Array:
     """``[N, A]`` bool: legal moves after which the player who made them has won."""
-    mover = state.current_player
-    num = mover.shape[0]
-
-    def after(action):
-        played = jax.vmap(env.step)(state, jnp.full((num,), action))
-        reward = jnp.take_along_axis(played.rewards, mover[:, None], axis=1)[:, 0]
-        return played.terminated & (reward > 0)
-
-    won = jax.vmap(after, out_axes=1)(jnp.arange(env.num_actions))
-    return won & state.legal_action_mask
+    mover = state.current_player[:, None]
+    won = lambda played: (
+        played.terminated & (jnp.take_along_axis(played.rewards, mover, axis=1)[:, 0] > 0)
+    )
+    return _after_each_move(env, state, won)
 
 
 def hands_a_win(env, state) -> jax.Array:
     """``[N, A]`` bool: legal moves after which the game goes on and the opponent (to move) has a
     win in one."""
-    num = state.current_player.shape[0]
-
-    def after(action):
-        played = jax.vmap(env.step)(state, jnp.full((num,), action))
-        return ~played.terminated & jnp.any(wins_in_one(env, played), axis=-1)
-
-    hands = jax.vmap(after, out_axes=1)(jnp.arange(env.num_actions))
-    return hands & state.legal_action_mask
+    hands = lambda played: ~played.terminated & jnp.any(wins_in_one(env, played), axis=-1)
+    return _after_each_move(env, state, hands)
 
 
 def one_step_rewards(network, num_actions: int, params, observation: jax.Array) -> jax.Array:
@@ -100,24 +96,36 @@ def one_step_rewards(network, num_actions: int, params, observation: jax.Array) 
     return jax.vmap(reward, out_axes=1)(jnp.arange(num_actions))
 
 
-def tactics(agent: Agent, env, key: jax.Array, num: int, moves: tuple[int, int]) -> dict:
-    """The shares in this module's docstring, for one agent, on ``num`` random-play positions."""
-    position_key, act_key = jax.random.split(key)
-    state, alive = jax.jit(random_positions, static_argnums=(0, 2, 3))(
-        env, position_key, num, moves
-    )
-    wins = np.asarray(jax.jit(wins_in_one, static_argnums=0)(env, state))
-    hands = np.asarray(jax.jit(hands_a_win, static_argnums=0)(env, state))
+class Positions(NamedTuple):
+    """Random-play positions of one game and what the rules say of each move there."""
+
+    state: Any  # the pgx states [N]
+    alive: np.ndarray  # [N] bool: the game has not ended
+    wins: np.ndarray  # [N, A] bool: wins_in_one
+    hands: np.ndarray  # [N, A] bool: hands_a_win
+
+
+def positions(env, key: jax.Array, num: int, moves: tuple[int, int]) -> Positions:
+    """``num`` random-play positions of ``env`` (:func:`random_positions`) with their wins in one
+    and the moves that hand one over: the same for every agent of the game."""
+    state, alive = jax.jit(random_positions, static_argnums=(0, 2, 3))(env, key, num, moves)
+    wins = jax.jit(wins_in_one, static_argnums=0)(env, state)
+    hands = jax.jit(hands_a_win, static_argnums=0)(env, state)
+    return Positions(state, np.asarray(alive), np.asarray(wins), np.asarray(hands))
+
+
+def tactics(agent: Agent, at: Positions, key: jax.Array) -> dict:
+    """The shares in this module's docstring, for one agent, on the positions ``at``."""
+    state, alive, wins, hands = at
     legal = np.asarray(state.legal_action_mask)
-    alive = np.asarray(alive)
     observation = jnp.asarray(state.observation, jnp.float32)
-    action = np.asarray(agent.act(act_key, observation, state.legal_action_mask))
+    action = np.asarray(agent.act(key, observation, state.legal_action_mask))
     rewards = jax.jit(one_step_rewards, static_argnums=(0, 1))(
-        agent.network, env.num_actions, agent.params, observation
+        agent.network, legal.shape[1], agent.params, observation
     )
     rewards = np.asarray(rewards)
 
-    rows = np.arange(num)
+    rows = np.arange(len(alive))
     has_win = alive & wins.any(axis=1)
     must_avoid = alive & ~wins.any(axis=1) & (hands & legal).any(axis=1)
     must_avoid &= (~hands & legal).any(axis=1)
@@ -157,15 +165,19 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--positions {args.positions}: needs at least 1")
 
     print(machine_description())
+    position_key, act_key = jax.random.split(jax.random.key(args.seed))
+    of_game: dict[str, Positions] = {}  # the positions of each game, made once
     rows = []
     for workdir in args.workdirs:
         config = read_config(workdir)
         if config.env not in GAMES:
             raise SystemExit(f"{workdir}: trained on {config.env}; this measures {GAMES}")
+        if config.env not in of_game:
+            env = pgx_game(config.env)
+            of_game[config.env] = positions(env, position_key, args.positions, (lo, hi))
         for index in range(config.num_seeds):
             agent = Agent.restore(workdir, seed_index=index)
-            env = pgx_game(config.env)
-            result = tactics(agent, env, jax.random.key(args.seed), args.positions, (lo, hi))
+            result = tactics(agent, of_game[config.env], act_key)
             rows.append(
                 [
                     workdir,
