@@ -1,0 +1,146 @@
+"""Throughput of named presets as they train: the learner update (ms, updates/s, share of the matmul
+peak) and whole training iterations (env steps/s, updates/s). Written for the ResNet presets on a
+GPU or TPU, where ``training.py``'s CartPole MLP is too small to say anything about the chip.
+
+    python benchmarks/presets.py                                   # breakout_minatar (ResNet)
+    python benchmarks/presets.py --presets breakout_minatar cartpole --batch-sizes 256 1024
+    python benchmarks/presets.py --quick                           # few repeats: a smoke run
+
+* **Learner update**: ``training.time_learner_update`` on the preset's network and K, at the
+  preset's batch and at each ``--batch-sizes`` entry (a bigger batch shows how much of the chip a
+  larger learner would use); FLOPs from XLA's cost analysis of the fully unrolled update, over the
+  float32 matmul peak of ``training.matmul_peak`` (JAX's default precision, so TF32 on NVIDIA GPUs).
+* **End to end**: ``training.time_training_loop`` on one seed, the preset unchanged: median of timed
+  blocks of ``--iterations`` iterations after the replay has warmed up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import training
+from common import machine_description, print_table
+
+from mz_jax.config import TrainConfig
+from mz_jax.presets import load_preset
+
+DEFAULT_PRESETS = ("breakout_minatar",)
+
+
+def network_description(config: TrainConfig) -> str:
+    net = config.network
+    if net.kind == "resnet":
+        return f"ResNet {net.num_blocks} blocks x {net.channels} channels"
+    return f"MLP {'x'.join(map(str, net.hidden_sizes))}, latent {net.latent_size}"
+
+
+def update_rows(
+    name: str, config: TrainConfig, batch_sizes: list[int], peak: training.MatmulPeak, repeats: int
+) -> list[list[object]]:
+    rows = []
+    for batch_size in [config.batch_size, *(b for b in batch_sizes if b != config.batch_size)]:
+        timing = training.time_learner_update(
+            config.replace(batch_size=batch_size), repeats=repeats
+        )
+        rows.append(
+            [
+                name,
+                network_description(config),
+                batch_size,
+                timing.num_unroll_steps,
+                f"{timing.compile_seconds:.1f}",
+                f"{1e3 * timing.seconds:.2f}",
+                f"{timing.updates_per_second:,.0f}",
+                f"{batch_size * timing.updates_per_second:,.0f}",
+                f"{timing.flops / 1e9:,.2f}",
+                f"{timing.flops_per_second / 1e12:.3f}",
+                f"{timing.flops_per_second / peak.flops_per_second:.2%}",
+            ]
+        )
+    return rows
+
+
+def loop_row(name: str, config: TrainConfig, iterations: int, blocks: int) -> list[object]:
+    timing = training.time_training_loop(
+        config, seeds=[0], iterations=iterations, blocks_per_seed=blocks
+    )
+    search = config.search
+    return [
+        name,
+        f"{config.num_envs} x {config.rollout_length}",
+        f"{search.policy} {search.num_simulations}",
+        f"{config.updates_per_iteration} x {config.batch_size}",
+        f"{timing.compile_seconds:.1f}",
+        f"{1e3 * timing.env_steps_per_iteration / timing.env_steps_per_second:.1f}",
+        f"{timing.env_steps_per_second:,.0f}",
+        f"{timing.updates_per_second:,.1f}",
+    ]
+
+
+UPDATE_HEADERS = [
+    "preset",
+    "network",
+    "batch",
+    "K",
+    "compile s",
+    "ms/update",
+    "updates/s",
+    "samples/s",
+    "GFLOP/update",
+    "TFLOP/s",
+    "share of matmul peak",
+]
+LOOP_HEADERS = [
+    "preset",
+    "envs x steps",
+    "search",
+    "updates x batch",
+    "compile s",
+    "ms/iteration",
+    "env steps/s",
+    "updates/s",
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presets", nargs="+", default=list(DEFAULT_PRESETS))
+    parser.add_argument(
+        "--batch-sizes", type=int, nargs="*", default=[], help="more learner batch sizes to time"
+    )
+    parser.add_argument("--iterations", type=int, default=50, help="iterations per timed block")
+    parser.add_argument("--blocks", type=int, default=3, help="timed blocks (median reported)")
+    parser.add_argument("--repeats", type=int, default=20, help="timed learner updates (median)")
+    parser.add_argument("--quick", action="store_true", help="few repeats and iterations")
+    args = parser.parse_args()
+    if args.quick:
+        args.iterations, args.blocks, args.repeats = 8, 1, 3
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    print(machine_description())
+    log("matmul peak ...")
+    peak = training.matmul_peak()
+    configs = {name: load_preset(name) for name in args.presets}
+    update, loop = [], []
+    for name, config in configs.items():
+        log(f"{name}: learner update ...")
+        update += update_rows(name, config, args.batch_sizes, peak, args.repeats)
+        log(f"{name}: training iterations ...")
+        loop.append(loop_row(name, config, args.iterations, args.blocks))
+    print(
+        f"\nLearner update (jitted, one device; median of {args.repeats}); float32 matmul peak "
+        f"{peak.flops_per_second / 1e12:.1f} TFLOP/s (n = {peak.size}):"
+    )
+    print_table(UPDATE_HEADERS, update)
+    print(
+        f"\nTraining iterations (make_train(config).step, one seed; median of {args.blocks} "
+        f"blocks of {args.iterations} iterations):"
+    )
+    print_table(LOOP_HEADERS, loop)
+
+
+if __name__ == "__main__":
+    main()
