@@ -34,6 +34,12 @@ def median_seconds(fn: Callable[[], object], *, repeats: int = 5, warmup: int = 
     return statistics.median(times)
 
 
+def percent(fraction: float) -> str:
+    """A fraction as a percentage with three significant digits, so small shares (a small network
+    on a GPU) do not print as 0.0%."""
+    return f"{100 * fraction:.3g}%"
+
+
 def format_table(headers: list[str], rows: list[list[object]]) -> str:
     """A GitHub-flavoured markdown table, columns padded to line up."""
     cells = [[str(c) for c in row] for row in rows]

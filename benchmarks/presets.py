@@ -20,7 +20,7 @@ import argparse
 import sys
 
 import training
-from common import machine_description, print_table
+from common import machine_description, percent, print_table
 
 from mz_jax.config import TrainConfig
 from mz_jax.presets import load_preset
@@ -55,7 +55,7 @@ def update_rows(
                 f"{batch_size * timing.updates_per_second:,.0f}",
                 f"{timing.flops / 1e9:,.2f}",
                 f"{timing.flops_per_second / 1e12:.3f}",
-                f"{timing.flops_per_second / peak.flops_per_second:.2%}",
+                percent(timing.flops_per_second / peak.flops_per_second),
             ]
         )
     return rows

@@ -2,10 +2,12 @@
 
     python benchmarks/run_all.py                              # the report (~10 min on 2 CPU cores)
     python benchmarks/run_all.py --quick --output /tmp/q.md   # small sizes, few repeats: a smoke run
+    python benchmarks/run_all.py --sections training search    # some sections, in that order
 
 Runs the measurements of ``loss_unroll.py``, ``search.py``, ``selfplay.py`` and ``training.py`` (by
 calling their functions, one after another in this process) and writes the machine, the package
 versions, the command and one table per figure. Progress goes to stderr; the report is also printed.
+The report file is rewritten after each section, so a run stopped part-way keeps what it finished.
 ``learning.py`` (minutes per seed) is not part of it.
 """
 
@@ -21,6 +23,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -28,7 +31,7 @@ import loss_unroll
 import search
 import selfplay
 import training
-from common import format_table, machine_description
+from common import format_table, machine_description, percent
 
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "mctx", "gymnax", "pgx", "mz_jax")
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "RESULTS.md"
@@ -222,7 +225,7 @@ def update_section(results: training.Results, settings: training.Settings) -> st
             "",
             format_table(*training.update_table(results)),
             "",
-            f"How to read: the update runs at {fraction:.1%} of the rate of one large product. "
+            f"How to read: the update runs at {percent(fraction)} of the rate of one large product. "
             f"Its matrices are small (batch {update.batch_size} by width "
             f"{max(results.config.network.hidden_sizes)}) next to the peak's "
             f"{peak.size}×{peak.size}, so for a network this size the fraction says more about the "
@@ -272,12 +275,12 @@ def seeds_section(results: training.Results, settings: training.Settings) -> str
     )
 
 
-SECTIONS = (
-    ("loss unroll", loss_section),
-    ("search", search_section),
-    ("self-play", selfplay_section),
-    ("training", training_sections),
-)
+SECTIONS = {
+    "loss": ("loss unroll", loss_section),
+    "search": ("search", search_section),
+    "selfplay": ("self-play", selfplay_section),
+    "training": ("training", training_sections),
+}
 
 
 def load_average() -> str:
@@ -289,38 +292,60 @@ def load_average() -> str:
     return f"{load:.1f} on {os.cpu_count()} cores"
 
 
-def report(plan: Plan, *, command: str) -> str:
+def report(
+    plan: Plan,
+    *,
+    command: str,
+    sections: list[str] | None = None,
+    on_section: Callable[[str], None] | None = None,
+) -> str:
+    """The report of ``sections`` (keys of ``SECTIONS``; all by default), in that order.
+    ``on_section`` receives the report so far after each section, so a run stopped part-way
+    (a time limit on a lent machine, say) keeps the sections it finished."""
+    sections = list(SECTIONS) if sections is None else sections
     load_before = load_average()
     started = time.perf_counter()
     date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     bodies, durations = [], []
-    for name, section in SECTIONS:
+
+    def render() -> str:
+        total = time.perf_counter() - started
+        device = jax.devices()[0]
+        done = f"in {total / 60:.1f} min"
+        if len(bodies) < len(sections):
+            missing = ", ".join(SECTIONS[key][0] for key in sections[len(bodies) :])
+            done += f"; not finished: {missing} still to run"
+        header = [
+            "# mz_jax performance report",
+            "",
+            f"Generated {date} by `{command}` {done}.",
+            "",
+            f"- Machine: `{machine_description()}`",
+            f"- Timed on: `{device}` ({device.device_kind}); commit {git_revision()}",
+            f"- Load average (1 min): {load_before} before the run, {load_average()} after it",
+            "- Versions: " + ", ".join(f"{name} {version}" for name, version in versions()),
+            "",
+            "Times are wall-clock medians after compilation unless the text says otherwise. Other "
+            "processes on the machine slow every figure; compare reports from the same machine, "
+            "quiet.",
+        ]
+        footer = [
+            "## Time spent per section",
+            "",
+            format_table(["section", "seconds"], [*durations, ["total", f"{total:.0f}"]]),
+        ]
+        return "\n\n".join(["\n".join(header), *bodies, "\n".join(footer)]) + "\n"
+
+    for key in sections:
+        name, section = SECTIONS[key]
         log(f"{name} ...")
         start = time.perf_counter()
         bodies.append(section(plan))
         durations.append([name, f"{time.perf_counter() - start:.0f}"])
         log(f"{name}: {durations[-1][1]} s")
-    total = time.perf_counter() - started
-    device = jax.devices()[0]
-    header = [
-        "# mz_jax performance report",
-        "",
-        f"Generated {date} by `{command}` in {total / 60:.1f} min.",
-        "",
-        f"- Machine: `{machine_description()}`",
-        f"- Timed on: `{device}` ({device.device_kind}); commit {git_revision()}",
-        f"- Load average (1 min): {load_before} before the run, {load_average()} after it",
-        "- Versions: " + ", ".join(f"{name} {version}" for name, version in versions()),
-        "",
-        "Times are wall-clock medians after compilation unless the text says otherwise. Other "
-        "processes on the machine slow every figure; compare reports from the same machine, quiet.",
-    ]
-    footer = [
-        "## Time spent per section",
-        "",
-        format_table(["section", "seconds"], [*durations, ["total", f"{total:.0f}"]]),
-    ]
-    return "\n\n".join(["\n".join(header), *bodies, "\n".join(footer)]) + "\n"
+        if on_section is not None:
+            on_section(render())
+    return render()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -329,12 +354,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the report"
     )
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        choices=list(SECTIONS),
+        default=list(SECTIONS),
+        help="which sections to run, in this order (default: all)",
+    )
     args = parser.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
     command = shlex.join(["python", "benchmarks/run_all.py", *argv])
-    text = report(Plan.quick() if args.quick else Plan(), command=command)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text)
+    text = report(
+        Plan.quick() if args.quick else Plan(),
+        command=command,
+        sections=args.sections,
+        on_section=args.output.write_text,
+    )
     print(text)
     log(f"wrote {args.output}")
 
