@@ -44,6 +44,11 @@ and 195; 256-wide layers, 227 and 165. An update takes 9.9 ms against the versio
 quiet cores). The targets of a median of 1,500 steps and 80% of the later evaluations at 475 are not
 met.
 
+With a value prefix (``network.value_prefix_horizon=5``, 1.35x the time per update), which had
+brought all three ablation seeds 100-102 to 475, the five sets scored 288, 290, 256, 260 and 200
+(259 on average against 273); 17 of 25 seeds reached 475 (median 2,512 steps), and 26 of 63 later
+evaluations stayed at 475 against 32 of 61. Not adopted.
+
 Tried on the version before, seeds 200-204 (the mean of every evaluation; that version: 286) and not
 adopted; those marked * were patched in for the test, not options: the hidden state without min-max
 scaling* (247); a residual dynamics MLP* (the state plus the MLP's output, as LightZero's
