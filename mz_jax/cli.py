@@ -150,6 +150,11 @@ def _suite(argv: list[str]) -> int:
         default=None,
         help="environment steps per run (default: each preset's total_env_steps)",
     )
+    parser.add_argument(
+        "--allow-config-change",
+        action="store_true",
+        help="resume an unfinished environment saved with a different configuration",
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1:
         raise CliError(f"--seeds {args.seeds} is invalid: allowed an integer >= 1")
@@ -165,6 +170,7 @@ def _suite(argv: list[str]) -> int:
             num_seeds=args.seeds,
             seed=args.seed,
             env_steps=args.env_steps,
+            allow_config_change=args.allow_config_change,
         )
     except ValueError as error:
         raise CliError(str(error)) from error

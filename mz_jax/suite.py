@@ -264,6 +264,7 @@ def run_suite(
     seed: int = 0,
     env_steps: int | None = None,
     report: bool = True,
+    allow_config_change: bool = False,
 ) -> dict:
     """Trains every environment of ``suite`` with ``num_seeds`` vmapped seeds; resumable.
 
@@ -275,6 +276,8 @@ def run_suite(
       seed: the first seed (seeds ``seed`` to ``seed + num_seeds - 1``).
       env_steps: environment steps per run, replacing the presets' ``total_env_steps``.
       report: write ``report.md`` and the plots at the end.
+      allow_config_change: resume an unfinished environment whose workdir was saved with another
+        configuration (``mz-jax train --allow-config-change``; a finished one is still refused).
 
     An entry with an opponent plays it once trained (:func:`mz_jax.suite_opponent.play_opponent`); an environment done
     before whose seeds lack those games plays them on the next call.
@@ -346,7 +349,7 @@ def run_suite(
         save()
         started = time.monotonic()
         try:
-            summary = run_training(config, workdir / name)
+            summary = run_training(config, workdir / name, allow_config_change=allow_config_change)
         except (NonFiniteError, CheckpointError) as error:
             record["error"] = str(error)
             record["seeds"] = seed_results(workdir / name, seeds)

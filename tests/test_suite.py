@@ -402,10 +402,10 @@ class _FakeSuiteRun:
         self.interrupt_at = None  # (environment workdir, seed index) whose restore is "killed"
         run = self
 
-        def run_training(config, workdir):
+        def run_training(config, workdir, *, allow_config_change=False):
             run.trained.append(config.env)
             Path(workdir).mkdir(parents=True, exist_ok=True)
-            workdir_lib.check_config(Path(workdir), config, allow_config_change=False)
+            workdir_lib.check_config(Path(workdir), config, allow_config_change=allow_config_change)
             return {"stopped_by_signal": False, "env_steps": config.total_env_steps, "wall_s": 2.0}
 
         class Agent:
@@ -620,3 +620,35 @@ def test_suite_resume_plays_the_missing_opponent_games(tmp_path, monkeypatch, ca
     )
     assert fake.restored == [("pgx_connect_four", 0), ("pgx_connect_four", 1)]
     assert _opponent_rows(workdir)[("pgx_connect_four", 0)]["episodes"] == 6
+
+
+def test_suite_resumes_a_changed_configuration_only_when_allowed(tmp_path, monkeypatch, capsys):
+    fake = _FakeSuiteRun(monkeypatch)
+    suite_file = _write_suite(tmp_path / "one.toml", [("gymnax:CartPole-v1", "cartpole", TINY)])
+    workdir = tmp_path / "runs"
+    argv = ["suite", "--suite", str(suite_file), "--seeds", "1", "--workdir", str(workdir)]
+    # An unfinished run whose saved configuration differs (a field another version had, say).
+    suite.run_suite(suite_file, workdir, num_seeds=1, env_steps=64, report=False)
+    results = json.loads((workdir / "results.json").read_text())
+    results["environments"]["gymnax:CartPole-v1"]["done"] = False
+    (workdir / "results.json").write_text(json.dumps(results))
+    config_path = workdir / "gymnax_CartPole-v1" / "config.json"
+    saved = json.loads(config_path.read_text())
+    saved["td_steps"] = saved["td_steps"] + 1
+    config_path.write_text(json.dumps(saved))
+    capsys.readouterr()
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--env-steps", "64"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"td_steps: {saved['td_steps']} -> {saved['td_steps'] - 1}" in err
+    assert "--allow-config-change" in err
+    assert fake.trained == ["gymnax:CartPole-v1"] * 2  # the refused call stopped in training
+
+    assert cli.main([*argv, "--env-steps", "64", "--allow-config-change"]) == 0
+    assert fake.trained == ["gymnax:CartPole-v1"] * 3
+    assert json.loads(config_path.read_text())["td_steps"] == saved["td_steps"] - 1
+    assert json.loads((workdir / "results.json").read_text())["environments"]["gymnax:CartPole-v1"][
+        "done"
+    ]
