@@ -72,7 +72,7 @@ def loop_row(name: str, config: TrainConfig, iterations: int, blocks: int) -> li
         f"{search.policy} {search.num_simulations}",
         f"{config.updates_per_iteration} x {config.batch_size}",
         f"{timing.compile_seconds:.1f}",
-        f"{1e3 * timing.env_steps_per_iteration / timing.env_steps_per_second:.1f}",
+        f"{timing.ms_per_iteration:.1f}",
         f"{timing.env_steps_per_second:,.0f}",
         f"{timing.updates_per_second:,.1f}",
     ]

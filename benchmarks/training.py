@@ -212,6 +212,10 @@ class LoopTiming(NamedTuple):
     iterations_per_call: int = 1
     """Iterations one call of the step runs."""
 
+    @property
+    def ms_per_iteration(self) -> float:
+        return 1e3 * self.env_steps_per_iteration / self.env_steps_per_second
+
 
 def _compile_step(trainer, state):
     start = time.perf_counter()
@@ -438,10 +442,9 @@ def update_table(results: Results) -> tuple[list[str], list[list[object]]]:
 def end_to_end_table(results: Results) -> tuple[list[str], list[list[object]]]:
     single = results.single
     headers = ["compile s (first step)", "ms/iteration", "env steps/s", "updates/s"]
-    ms_per_iteration = 1e3 * single.env_steps_per_iteration / single.env_steps_per_second
     row = [
         f"{single.compile_seconds:.1f}",
-        f"{ms_per_iteration:.1f}",
+        f"{single.ms_per_iteration:.1f}",
         f"{single.env_steps_per_second:,.0f}",
         f"{single.updates_per_second:,.0f}",
     ]
@@ -484,7 +487,7 @@ def per_call_table(results: Results) -> tuple[list[str], list[list[object]]]:
             [
                 n,
                 f"{timing.compile_seconds:.1f}",
-                f"{1e3 * timing.env_steps_per_iteration / timing.env_steps_per_second:.1f}",
+                f"{timing.ms_per_iteration:.1f}",
                 f"{timing.env_steps_per_second:,.0f}",
                 f"{timing.env_steps_per_second / one.env_steps_per_second:.2f}x",
             ]
