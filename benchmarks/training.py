@@ -109,9 +109,13 @@ class UpdateTiming(NamedTuple):
 def synthetic_batch(
     config: TrainConfig, observation_shape, num_actions: int, seed: int = 0
 ) -> Batch:
-    """A batch of the shapes the preset trains on, with plausible CartPole values."""
+    """A batch of the shapes the preset trains on, with plausible CartPole values (and the next
+    observations where the loss reads them)."""
     rng = np.random.default_rng(seed)
     b, k = config.batch_size, config.num_unroll_steps
+    next_observation = None
+    if config.uses_next_observation:
+        next_observation = jnp.asarray(rng.normal(size=(b, k, *observation_shape)), jnp.float32)
     return Batch(
         observation=jnp.asarray(rng.normal(size=(b, *observation_shape)), jnp.float32),
         actions=jnp.asarray(rng.integers(0, num_actions, size=(b, k)), jnp.int32),
@@ -122,6 +126,7 @@ def synthetic_batch(
         target_policy=jnp.asarray(rng.dirichlet(np.ones(num_actions), (b, k + 1)), jnp.float32),
         mask=jnp.ones((b, k + 1), jnp.float32),
         weight=jnp.asarray(rng.uniform(0.5, 1.0, b), jnp.float32),
+        next_observation=next_observation,
     )
 
 

@@ -337,6 +337,12 @@ class TrainConfig:
         return self.reanalyse_values or self.reanalyse_policy_fraction > 0
 
     @property
+    def uses_next_observation(self) -> bool:
+        """Whether the batch carries the stored observations of steps 1..K: the consistency loss
+        encodes them as its targets, Stochastic MuZero's chance encoder reads them."""
+        return self.consistency_loss_weight > 0 or self.network.num_chance_outcomes is not None
+
+    @property
     def window_length(self) -> int:
         """Steps of one replayed sequence: K + 1 unrolled steps and td_steps to bootstrap from."""
         return self.num_unroll_steps + self.td_steps + 1

@@ -194,8 +194,7 @@ def _learn(
             num_unroll_steps=config.num_unroll_steps,
             td_steps=config.td_steps,
             discount=config.discount,
-            next_observation=config.consistency_loss_weight > 0
-            or config.network.num_chance_outcomes is not None,
+            next_observation=config.uses_next_observation,
             same_player=bool(components.network_config.predict_turn),
             stop_at_exploratory=config.stop_value_targets_at_exploration,
         )
