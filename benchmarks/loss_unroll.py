@@ -1,11 +1,16 @@
 """Trace, compile and step time of the ``lax.scan`` unroll against a Python-loop unroll.
 
-    python benchmarks/loss_unroll.py [--quick] [--batch-size 256]
+    python benchmarks/loss_unroll.py [--quick] [--batch-size 256] [--network resnet]
 
 For K in {5, 10, 20, 50}: the jitted ``value_and_grad`` of the MuZero loss with the model unrolled by
 ``jax.lax.scan`` (as ``mz_jax.make_loss_fn`` does) and by a Python for-loop (the usual PyTorch-style
 unroll, which JAX traces K times). Then the effect of scan's ``unroll`` argument at the largest K.
 Aim: compile time flat in K for the scan; step time within 1.2x of the Python loop at K = 5.
+
+``--network resnet`` measures the ``breakout_minatar`` ResNet (10x10x4 frames, 2 blocks of 32
+channels) instead of the MLP: on a CPU its gradient through the scan's loop body is several times
+slower than through straight-line code, which is why training unrolls the K steps
+(``TrainConfig.unroll_learner``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from mz_jax.loss import loss_from_predictions, unroll_model
 from mz_jax.ops import scale_gradient
 
 OBSERVATION_SIZE, NUM_ACTIONS = 16, 8
+IMAGE_SHAPE, IMAGE_ACTIONS = (10, 10, 4), 5  # Breakout-MinAtar's frames and moves
 
 
 def python_loop_unroll(network, params, observation, actions, *, hidden_grad_scale=0.5):
@@ -49,16 +55,17 @@ def make_grad_fn(network, unroll_kind, scan_unroll=1):
     return jax.jit(jax.value_and_grad(loss, has_aux=True))
 
 
-def make_batch(batch_size, num_unroll_steps, seed=0):
+def make_batch(batch_size, num_unroll_steps, seed=0, *, network="mlp"):
     rng = np.random.default_rng(seed)
     b, k = batch_size, num_unroll_steps
+    shape, num_actions = _shapes(network)
     return Batch(
-        observation=jnp.asarray(rng.normal(size=(b, OBSERVATION_SIZE)), jnp.float32),
-        actions=jnp.asarray(rng.integers(0, NUM_ACTIONS, size=(b, k)), jnp.int32),
+        observation=jnp.asarray(rng.normal(size=(b, *shape)), jnp.float32),
+        actions=jnp.asarray(rng.integers(0, num_actions, size=(b, k)), jnp.int32),
         target_value=jnp.asarray(rng.normal(scale=5, size=(b, k + 1)), jnp.float32),
         target_reward=jnp.asarray(rng.normal(size=(b, k + 1)), jnp.float32),
         target_policy=jnp.asarray(
-            rng.dirichlet(np.ones(NUM_ACTIONS), size=(b, k + 1)), jnp.float32
+            rng.dirichlet(np.ones(num_actions), size=(b, k + 1)), jnp.float32
         ),
         mask=jnp.ones((b, k + 1), jnp.float32),
         weight=jnp.ones((b,), jnp.float32),
@@ -77,12 +84,23 @@ def measure(grad_fn, params, batch, repeats):
     return trace_s, compile_s, step_s
 
 
-def make_network():
-    """The benchmark's MLP (128 x 128, latent 128) and its parameters."""
+def _shapes(network: str) -> tuple[tuple[int, ...], int]:
+    """The observation shape and the number of actions the ``network`` kind is measured on."""
+    return ((OBSERVATION_SIZE,), NUM_ACTIONS) if network == "mlp" else (IMAGE_SHAPE, IMAGE_ACTIONS)
+
+
+def make_network(network="mlp"):
+    """The benchmark's MLP (128 x 128, latent 128), or the ``breakout_minatar`` preset's ResNet
+    (2 blocks of 32 channels), and its parameters."""
+    shape, num_actions = _shapes(network)
+    if network == "resnet":
+        return networks.make_resnet_network(
+            jax.random.key(0), observation_shape=shape, num_actions=num_actions
+        )
     return networks.make_mlp_network(
         jax.random.key(0),
-        observation_shape=(OBSERVATION_SIZE,),
-        num_actions=NUM_ACTIONS,
+        observation_shape=shape,
+        num_actions=num_actions,
         hidden_sizes=(128, 128),
         latent_size=128,
     )
@@ -101,12 +119,15 @@ UNROLL_HEADERS = [
 ]
 
 
-def unroll_rows(unroll_lengths, *, batch_size: int, repeats: int) -> list[list[str]]:
+def unroll_rows(
+    unroll_lengths, *, batch_size: int, repeats: int, network: str = "mlp"
+) -> list[list[str]]:
     """One row of :data:`UNROLL_HEADERS` per K: (trace, compile, step) ms of scan, then of the loop."""
-    network, params = make_network()
+    kind = network
+    network, params = make_network(kind)
     rows = []
     for k in unroll_lengths:
-        batch = make_batch(batch_size, k)
+        batch = make_batch(batch_size, k, network=kind)
         scan = measure(make_grad_fn(network, "scan"), params, batch, repeats)
         loop = measure(make_grad_fn(network, "python"), params, batch, repeats)
         rows.append(
@@ -117,10 +138,13 @@ def unroll_rows(unroll_lengths, *, batch_size: int, repeats: int) -> list[list[s
     return rows
 
 
-def scan_unroll_rows(k: int, *, batch_size: int, repeats: int) -> list[list[str]]:
+def scan_unroll_rows(
+    k: int, *, batch_size: int, repeats: int, network: str = "mlp"
+) -> list[list[str]]:
     """Compile and step ms of the scan at K = ``k`` for several values of its ``unroll`` argument."""
-    network, params = make_network()
-    batch = make_batch(batch_size, k)
+    kind = network
+    network, params = make_network(kind)
+    batch = make_batch(batch_size, k, network=kind)
     rows = []
     for scan_unroll in (1, 2, 5, True):
         _, compile_s, step_s = measure(
@@ -134,17 +158,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="K in {5, 10} and fewer repeats")
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--network", choices=("mlp", "resnet"), default="mlp")
     args = parser.parse_args()
     unroll_lengths = (5, 10) if args.quick else (5, 10, 20, 50)
     repeats = 3 if args.quick else 10
 
     print(f"machine: {machine_description()}")
-    print(f"MLP network 128x128, latent 128, batch {args.batch_size}; times in ms\n")
-    rows = unroll_rows(unroll_lengths, batch_size=args.batch_size, repeats=repeats)
+    name = {"mlp": "MLP network 128x128, latent 128", "resnet": "ResNet 2 blocks x 32 channels"}
+    print(f"{name[args.network]}, batch {args.batch_size}; times in ms\n")
+    sizes = dict(batch_size=args.batch_size, repeats=repeats, network=args.network)
+    rows = unroll_rows(unroll_lengths, **sizes)
     print_table(UNROLL_HEADERS, rows)
 
     k = unroll_lengths[-1]
-    rows = scan_unroll_rows(k, batch_size=args.batch_size, repeats=repeats)
+    rows = scan_unroll_rows(k, **sizes)
     print(f"\nscan `unroll` argument at K = {k}:")
     print_table(["unroll", "compile ms", "step ms"], rows)
 

@@ -130,7 +130,7 @@ def synthetic_batch(
     )
 
 
-def _jitted_update(config: TrainConfig, *, unroll: int | bool):
+def _jitted_update(config: TrainConfig, *, unroll: int | bool | None):
     """``update(train_state, batch)`` as training builds it, on one device (no mapped axis)."""
     components = build(config, unroll=unroll)
     update = functools.partial(
@@ -170,7 +170,7 @@ def update_flops(config: TrainConfig, state, batch: Batch) -> float:
 
 def time_learner_update(config: TrainConfig, *, repeats: int = 20) -> UpdateTiming:
     """Compile and step time of one learner update of ``config``'s network, batch and K."""
-    update, components = _jitted_update(config, unroll=1)
+    update, components = _jitted_update(config, unroll=None)  # as training traces it
     env = components.env
     params = components.init_params(jax.random.key(0))
     batch = synthetic_batch(config, env.observation_shape or (1,), env.num_actions)

@@ -198,6 +198,14 @@ class TrainConfig:
     parameters into the target parameters that reanalyse uses (1: always the current parameters)."""
     hidden_grad_scale: float = 0.5
     """Gradient scale of the hidden state between unrolled steps (1/2 in the paper)."""
+    unroll_learner: bool | None = None
+    """Trace the learner as straight-line code: the K model steps of the loss (``jax.lax.scan``
+    with ``unroll=K``) and the ``updates_per_iteration`` updates of an iteration, which also run
+    (and are dropped) in the first iterations, before the replay can be sampled, instead of
+    behind a conditional. The same numbers, to float rounding; the program and its compile time
+    grow with K and the updates. None: True for a network with convolutions (the ResNet, or the
+    MLP with ``conv_channels``), whose gradient inside a loop or a conditional runs about 10x
+    slower on a CPU (XLA), False for the plain MLP, which they do not slow."""
     max_consecutive_nonfinite: int = 10
     """Stop with an error after this many updates in a row with a non-finite loss or gradient."""
 

@@ -142,9 +142,18 @@ def iteration(components: Components, state: RunState) -> tuple[RunState, Iterat
             replay.num_written >= config.min_replay_steps
         )
         skip = functools.partial(_skip, learn)
-        train, target_params, replay, update_metrics = jax.lax.cond(
-            ready, learn, skip, *learner_state
-        )
+        if components.unroll_learner:
+            # No branch either: XLA:CPU runs a convolution's gradient inside a conditional as
+            # slowly as inside a loop, so the updates run every iteration and are dropped until
+            # the replay is ready (the first few iterations of a run).
+            learned, skipped = learn(*learner_state), skip(*learner_state)
+            train, target_params, replay, update_metrics = jax.tree.map(
+                lambda new, old: jnp.where(ready, new, old), learned, skipped
+            )
+        else:
+            train, target_params, replay, update_metrics = jax.lax.cond(
+                ready, learn, skip, *learner_state
+            )
     consecutive, total = learner.nonfinite_counts(train.opt_state)
     metrics = {
         "loss": update_metrics["loss"],
@@ -253,7 +262,10 @@ def _learn(
 
     keys = jax.random.split(key, config.updates_per_iteration)
     (train, target_params, replay), metrics = jax.lax.scan(
-        one_update, (train, target_params, replay), keys
+        one_update,
+        (train, target_params, replay),
+        keys,
+        unroll=True if components.unroll_learner else 1,
     )
     metrics = jax.tree.map(jnp.mean, metrics)
     metrics["optim"]["updates"] = jnp.int32(len(keys))

@@ -106,13 +106,15 @@ def unroll_stochastic_model(
     actions: Array,
     *,
     hidden_grad_scale: float = 0.5,
+    unroll: int | bool = 1,
 ) -> StochasticUnroll:
     """Runs the model K steps along ``actions[B, K]`` with the observed chance outcomes.
 
     ``observations`` is ``[B, K+1, ...]``: the observation of step 0 and those of steps 1..K. The
     encoder codes every consecutive pair at once; then one ``jax.lax.scan`` runs, for k = 0..K-1,
     ``as_k = φ(h_k, a_k)`` and ``s_{k+1} = g(as_k, c_{k+1})``, with ``h_0 = s_0`` and
-    ``h_k = scale_gradient(s_k, hidden_grad_scale)``.
+    ``h_k = scale_gradient(s_k, hidden_grad_scale)``. ``unroll`` is the scan's (True: all K steps
+    as straight-line code).
     """
     batch_size, num_steps = actions.shape
     flat = lambda x: x.reshape(batch_size * num_steps, *x.shape[2:])
@@ -133,7 +135,7 @@ def unroll_stochastic_model(
 
     output_0, state_0 = network.initial_inference(params, observations[:, 0])
     _, (afterstates, outputs, states) = jax.lax.scan(
-        body, state_0, (actions.T, jnp.swapaxes(codes.code, 0, 1))
+        body, state_0, (actions.T, jnp.swapaxes(codes.code, 0, 1)), unroll=unroll
     )
     batch_major = lambda x: jnp.swapaxes(x, 0, 1)
     predictions = jax.tree.map(
@@ -184,6 +186,7 @@ def make_stochastic_loss_fn(
     hidden_grad_scale: float = 0.5,
     consistency_loss_weight: float = 0.0,
     code_usage_weight: float = 0.0,
+    unroll: int | bool = 1,
 ) -> LossFn:
     """Builds the Stochastic MuZero loss ``loss_fn(params, batch) -> (loss, LossAux)``.
 
@@ -216,6 +219,8 @@ def make_stochastic_loss_fn(
         encoder's soft codes averaged over the batch's masked-in transitions, largest when every
         code is used equally. Not in the paper (0 leaves it out); an encoder whose codes collapse
         to one (``chance`` and ``commitment`` near 0) plans as a deterministic model.
+      unroll: the unroll of the model's ``jax.lax.scan`` (1: one loop body; True: all K steps as
+        straight-line code, the same numbers), as in :func:`mz_jax.make_loss_fn`.
     """
     if not isinstance(network, StochasticMuZeroNetwork):
         raise ValueError(
@@ -245,7 +250,12 @@ def make_stochastic_loss_fn(
             batch.next_observation,
         )
         unrolled = unroll_stochastic_model(
-            network, params, observations, batch.actions, hidden_grad_scale=hidden_grad_scale
+            network,
+            params,
+            observations,
+            batch.actions,
+            hidden_grad_scale=hidden_grad_scale,
+            unroll=unroll,
         )
         turn = None
         if network.turn_logits is not None:

@@ -153,6 +153,7 @@ RULES: dict[str, Rule] = {
     "off_policy_correction_steps": optional(_POSITIVE),
     "target_update_every": _POSITIVE,
     "hidden_grad_scale": _FRACTION,
+    "unroll_learner": optional(boolean()),
     "max_consecutive_nonfinite": _POSITIVE,
     # Acting.
     "random_action_probability": _FRACTION,

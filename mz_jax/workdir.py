@@ -153,17 +153,20 @@ RESUMABLE_FIELDS = frozenset(
         "checkpoint_every_seconds",
         "keep_checkpoints",
         "keep_checkpoint_every",
+        "unroll_learner",
     }
 )
 """Fields a run may be resumed with a different value of, without ``--allow-config-change``: the
-run's length and its bookkeeping, which change no computed value of the iterations already run.
+run's length and its bookkeeping, which change no computed value of the iterations already run,
+and ``unroll_learner``, which changes how the loss is traced, not what it computes (to float
+rounding).
 A longer ``total_env_steps`` extends a finished run. The schedules given as fractions of the run
 (``temperature_schedule``, the ``priority_beta`` and ``random_action_anneal`` annealing) follow the
 new length from the resumed iteration on: they are functions of ``env_steps / total_env_steps``."""
 
 BOOKKEEPING_FIELDS = RESUMABLE_FIELDS - {"total_env_steps"}
-"""The fields that change no computed value at all: how often a run logs and saves, and what it
-keeps."""
+"""The fields that change no computed value at all: how often a run logs and saves, what it
+keeps, and how its loss is traced."""
 
 CHANCE_ONLY_FIELDS = frozenset({"commitment_loss_weight", "code_usage_weight"})
 """Loss weights that only Stochastic MuZero's loss reads (``network.num_chance_outcomes`` set)."""

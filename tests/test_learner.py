@@ -371,3 +371,31 @@ def test_train_step_and_pmap_step_agree():
         )
     ]
     assert any(changed)
+
+
+def test_an_unrolled_learner_computes_what_its_loops_compute():
+    # unroll_learner traces the loss's K model steps and an iteration's updates as straight-line
+    # code (for convolutional networks, whose gradients inside a loop are slow on a CPU).
+    config = _tiny_train_config().replace(updates_per_iteration=2)
+    looped = make_train(config.replace(unroll_learner=False))
+    unrolled = make_train(config.replace(unroll_learner=True))
+    assert not make_train(config).components.unroll_learner  # None: a plain MLP keeps its loops
+
+    def count(trainer, op):
+        return trainer.step.lower(trainer.init(0)).as_text().count(op)
+
+    # The looped step has the updates' loop, and inside it the loss's unroll and its gradient's
+    # (a scan's transpose is another loop), behind the conditional that skips the updates until
+    # the replay is ready; unrolled, none of them.
+    assert count(looped, "stablehlo.while") == count(unrolled, "stablehlo.while") + 3
+    assert count(looped, "stablehlo.case") == count(unrolled, "stablehlo.case") + 1
+    states = [looped.init(0), unrolled.init(0)]
+    for _ in range(4):  # updates start in the third iteration
+        states = [
+            trainer.step(state)[0]
+            for trainer, state in zip((looped, unrolled), states, strict=True)
+        ]
+    a, b = (_plain(state) for state in states)
+    assert int(a.train.step) == int(b.train.step) == 4
+    _leaves_close(b.train, a.train, rtol=1e-4, atol=1e-6)
+    _leaves_close(b.replay, a.replay, rtol=1e-4, atol=1e-6)

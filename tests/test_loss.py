@@ -126,7 +126,8 @@ def reference_loss(
         },
     ],
 )
-def test_loss_and_gradients_match_reference_loop(kwargs):
+@pytest.mark.parametrize("unroll", [1, True])  # one loop body; the K steps as straight-line code
+def test_loss_and_gradients_match_reference_loop(kwargs, unroll):
     params, batch = tiny_params(), random_batch(0, batch_size=4, num_unroll_steps=3)
     hidden_scale = kwargs.get("hidden_scale", 0.5)
     loss_fn = make_loss_fn(
@@ -135,6 +136,7 @@ def test_loss_and_gradients_match_reference_loop(kwargs):
         reward_loss_weight=kwargs.get("reward_loss_weight", 1.0),
         weight_decay=kwargs.get("weight_decay", 0.0),
         hidden_grad_scale=hidden_scale,
+        unroll=unroll,
     )
     (loss, _), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, batch)
     ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, batch, **kwargs)
@@ -219,6 +221,43 @@ def test_program_size_is_constant_in_unroll_length():
         batch = random_batch(0, batch_size=2, num_unroll_steps=k)
         sizes[k] = len(jax.jit(grad_fn).lower(tiny_params(), batch).as_text())
     assert abs(sizes[40] - sizes[5]) / sizes[5] < 0.10, sizes
+
+
+@pytest.mark.parametrize(
+    ("kind", "unroll_learner", "unrolled"),
+    [
+        ("mlp", None, False),  # None: a plain MLP keeps one loop body
+        ("mlp", True, True),
+        ("resnet", None, True),  # None: convolutions are unrolled
+        ("resnet", False, False),
+    ],
+)
+def test_training_traces_the_unroll_as_its_config_says(kind, unroll_learner, unrolled):
+    image = kind == "resnet"
+    config = mz_jax.TrainConfig(
+        env="gymnax:Breakout-MinAtar" if image else "gymnax:CartPole-v1",
+        unroll_learner=unroll_learner,
+        network=mz_jax.NetworkConfig(
+            kind=kind, hidden_sizes=(8,), latent_size=8, channels=2, num_blocks=1
+        ),
+    )
+    components = mz_jax.build(config)
+    assert components.unroll_learner == unrolled
+    k, shape = config.num_unroll_steps, components.env.observation_shape
+    num_actions = components.env.num_actions
+    batch = mz_jax.Batch(
+        observation=jnp.zeros((2, *shape)),
+        actions=jnp.zeros((2, k), jnp.int32),
+        target_value=jnp.zeros((2, k + 1)),
+        target_reward=jnp.zeros((2, k + 1)),
+        target_policy=jnp.full((2, k + 1, num_actions), 1 / num_actions),
+        mask=jnp.ones((2, k + 1)),
+        weight=jnp.ones((2,)),
+    )
+    params = components.init_params(jax.random.key(0))
+    grad_fn = jax.grad(lambda p: components.loss_fn(p, batch)[0])
+    # One loop body holds while loops (the unroll's and its gradient's); the unrolled K steps none.
+    assert ("stablehlo.while" in jax.jit(grad_fn).lower(params).as_text()) != unrolled
 
 
 def test_works_with_flax_networks():

@@ -396,6 +396,15 @@ def test_chance_only_weights_change_nothing_a_deterministic_run_computes(tmp_pat
     assert "commitment_loss_weight" not in str(e.value)
 
 
+def test_the_learner_unroll_changes_no_result_so_runs_resume_and_are_reported_across_it(tmp_path):
+    looped = TrainConfig(unroll_learner=False)
+    workdir_lib.check_config(tmp_path, looped, allow_config_change=False)
+    assert workdir_lib.check_config(tmp_path, TrainConfig(), allow_config_change=False) == [
+        "unroll_learner: False -> None"
+    ]
+    workdir_lib.check_finished_run(tmp_path, looped.replace(unroll_learner=True), name="run")
+
+
 def test_chance_only_weights_matter_to_a_stochastic_run(tmp_path):
     stochastic = TrainConfig().replace(
         network=dataclasses.replace(TrainConfig().network, num_chance_outcomes=4)

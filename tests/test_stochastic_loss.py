@@ -166,7 +166,8 @@ def reference_loss(params, batch, value_weight=1.0, reward_weight=1.0, beta=1.0,
         ({"value_weight": 0.25, "reward_weight": 2.0, "beta": 0.3, "hidden_scale": 0.3}, True),
     ],
 )
-def test_loss_and_gradients_match_reference_loop(kwargs, observation_mask):
+@pytest.mark.parametrize("unroll", [1, True])  # one loop body; the K steps as straight-line code
+def test_loss_and_gradients_match_reference_loop(kwargs, observation_mask, unroll):
     params = tiny_params()
     batch = random_batch(0, batch_size=4, num_unroll_steps=3, observation_mask=observation_mask)
     loss_fn = make_stochastic_loss_fn(
@@ -175,6 +176,7 @@ def test_loss_and_gradients_match_reference_loop(kwargs, observation_mask):
         reward_loss_weight=kwargs.get("reward_weight", 1.0),
         commitment_loss_weight=kwargs.get("beta", 1.0),
         hidden_grad_scale=kwargs.get("hidden_scale", 0.5),
+        unroll=unroll,
     )
     (loss, aux), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, batch)
     ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, batch, **kwargs)
