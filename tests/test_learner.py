@@ -381,15 +381,16 @@ def test_an_unrolled_learner_computes_what_its_loops_compute():
     unrolled = make_train(config.replace(unroll_learner=True))
     assert not make_train(config).components.unroll_learner  # None: a plain MLP keeps its loops
 
-    def count(trainer, op):
-        return trainer.step.lower(trainer.init(0)).as_text().count(op)
-
+    states = [looped.init(0), unrolled.init(0)]
+    looped_text, unrolled_text = (
+        trainer.step.lower(state).as_text()
+        for trainer, state in zip((looped, unrolled), states, strict=True)
+    )
     # The looped step has the updates' loop, and inside it the loss's unroll and its gradient's
     # (a scan's transpose is another loop), behind the conditional that skips the updates until
     # the replay is ready; unrolled, none of them.
-    assert count(looped, "stablehlo.while") == count(unrolled, "stablehlo.while") + 3
-    assert count(looped, "stablehlo.case") == count(unrolled, "stablehlo.case") + 1
-    states = [looped.init(0), unrolled.init(0)]
+    for op, fewer in (("stablehlo.while", 3), ("stablehlo.case", 1)):
+        assert looped_text.count(op) == unrolled_text.count(op) + fewer, op
     for _ in range(4):  # updates start in the third iteration
         states = [
             trainer.step(state)[0]
