@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import scipy.stats
 from common import machine_description, print_table
 
 from mz_jax import networks, transforms
@@ -93,13 +94,7 @@ def make_model(kind, key, observation_shape, num_actions, support_size):
 
 def auc(scores, positive):
     """The probability that a positive row scores above a negative one (ties count half)."""
-    ranks = np.empty(len(scores))
-    order = np.argsort(scores, kind="stable")
-    sorted_scores = scores[order]
-    ranks[order] = np.arange(1, len(scores) + 1)
-    for value in np.unique(sorted_scores):  # average ranks of ties
-        tied = order[sorted_scores == value]
-        ranks[tied] = ranks[tied].mean()
+    ranks = scipy.stats.rankdata(scores)  # ties get their average rank
     n_pos, n_neg = positive.sum(), (~positive).sum()
     return (ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 

@@ -55,10 +55,10 @@ def make_grad_fn(network, unroll_kind, scan_unroll=1):
     return jax.jit(jax.value_and_grad(loss, has_aux=True))
 
 
-def make_batch(batch_size, num_unroll_steps, seed=0, *, network="mlp"):
+def make_batch(batch_size, num_unroll_steps, seed=0, *, kind="mlp"):
     rng = np.random.default_rng(seed)
     b, k = batch_size, num_unroll_steps
-    shape, num_actions = _shapes(network)
+    shape, num_actions = _shapes(kind)
     return Batch(
         observation=jnp.asarray(rng.normal(size=(b, *shape)), jnp.float32),
         actions=jnp.asarray(rng.integers(0, num_actions, size=(b, k)), jnp.int32),
@@ -84,16 +84,16 @@ def measure(grad_fn, params, batch, repeats):
     return trace_s, compile_s, step_s
 
 
-def _shapes(network: str) -> tuple[tuple[int, ...], int]:
-    """The observation shape and the number of actions the ``network`` kind is measured on."""
-    return ((OBSERVATION_SIZE,), NUM_ACTIONS) if network == "mlp" else (IMAGE_SHAPE, IMAGE_ACTIONS)
+def _shapes(kind: str) -> tuple[tuple[int, ...], int]:
+    """The observation shape and the number of actions the network ``kind`` is measured on."""
+    return ((OBSERVATION_SIZE,), NUM_ACTIONS) if kind == "mlp" else (IMAGE_SHAPE, IMAGE_ACTIONS)
 
 
-def make_network(network="mlp"):
+def make_network(kind="mlp"):
     """The benchmark's MLP (128 x 128, latent 128), or the ``breakout_minatar`` preset's ResNet
     (2 blocks of 32 channels), and its parameters."""
-    shape, num_actions = _shapes(network)
-    if network == "resnet":
+    shape, num_actions = _shapes(kind)
+    if kind == "resnet":
         return networks.make_resnet_network(
             jax.random.key(0), observation_shape=shape, num_actions=num_actions
         )
@@ -120,14 +120,13 @@ UNROLL_HEADERS = [
 
 
 def unroll_rows(
-    unroll_lengths, *, batch_size: int, repeats: int, network: str = "mlp"
+    unroll_lengths, *, batch_size: int, repeats: int, kind: str = "mlp"
 ) -> list[list[str]]:
     """One row of :data:`UNROLL_HEADERS` per K: (trace, compile, step) ms of scan, then of the loop."""
-    kind = network
     network, params = make_network(kind)
     rows = []
     for k in unroll_lengths:
-        batch = make_batch(batch_size, k, network=kind)
+        batch = make_batch(batch_size, k, kind=kind)
         scan = measure(make_grad_fn(network, "scan"), params, batch, repeats)
         loop = measure(make_grad_fn(network, "python"), params, batch, repeats)
         rows.append(
@@ -139,12 +138,11 @@ def unroll_rows(
 
 
 def scan_unroll_rows(
-    k: int, *, batch_size: int, repeats: int, network: str = "mlp"
+    k: int, *, batch_size: int, repeats: int, kind: str = "mlp"
 ) -> list[list[str]]:
     """Compile and step ms of the scan at K = ``k`` for several values of its ``unroll`` argument."""
-    kind = network
     network, params = make_network(kind)
-    batch = make_batch(batch_size, k, network=kind)
+    batch = make_batch(batch_size, k, kind=kind)
     rows = []
     for scan_unroll in (1, 2, 5, True):
         _, compile_s, step_s = measure(
@@ -166,7 +164,7 @@ def main():
     print(f"machine: {machine_description()}")
     name = {"mlp": "MLP network 128x128, latent 128", "resnet": "ResNet 2 blocks x 32 channels"}
     print(f"{name[args.network]}, batch {args.batch_size}; times in ms\n")
-    sizes = dict(batch_size=args.batch_size, repeats=repeats, network=args.network)
+    sizes = dict(batch_size=args.batch_size, repeats=repeats, kind=args.network)
     rows = unroll_rows(unroll_lengths, **sizes)
     print_table(UNROLL_HEADERS, rows)
 

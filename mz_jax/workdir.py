@@ -158,7 +158,7 @@ RESUMABLE_FIELDS = frozenset(
 )
 """Fields a run may be resumed with a different value of, without ``--allow-config-change``: the
 run's length and its bookkeeping, which change no computed value of the iterations already run,
-and ``unroll_learner``, which changes how the loss is traced, not what it computes (to float
+and ``unroll_learner``, which changes how the learner is traced, not what it computes (to float
 rounding).
 A longer ``total_env_steps`` extends a finished run. The schedules given as fractions of the run
 (``temperature_schedule``, the ``priority_beta`` and ``random_action_anneal`` annealing) follow the
@@ -166,7 +166,7 @@ new length from the resumed iteration on: they are functions of ``env_steps / to
 
 BOOKKEEPING_FIELDS = RESUMABLE_FIELDS - {"total_env_steps"}
 """The fields that change no computed value at all: how often a run logs and saves, what it
-keeps, and how its loss is traced."""
+keeps, and how its learner is traced."""
 
 CHANCE_ONLY_FIELDS = frozenset({"commitment_loss_weight", "code_usage_weight"})
 """Loss weights that only Stochastic MuZero's loss reads (``network.num_chance_outcomes`` set)."""
