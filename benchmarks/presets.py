@@ -5,6 +5,7 @@ GPU or TPU, where ``training.py``'s CartPole MLP is too small to say anything ab
     python benchmarks/presets.py                                   # breakout_minatar (ResNet)
     python benchmarks/presets.py --presets breakout_minatar cartpole --batch-sizes 256 1024
     python benchmarks/presets.py --quick                           # few repeats: a smoke run
+    python benchmarks/presets.py --learner looped unrolled         # both tracings, same run
 
 * **Learner update**: ``training.time_learner_update`` on the preset's network and K, at the
   preset's batch and at each ``--batch-sizes`` entry (a bigger batch shows how much of the chip a
@@ -12,6 +13,10 @@ GPU or TPU, where ``training.py``'s CartPole MLP is too small to say anything ab
   float32 matmul peak of ``training.matmul_peak`` (JAX's default precision, so TF32 on NVIDIA GPUs).
 * **End to end**: ``training.time_training_loop`` on one seed, the preset unchanged: median of timed
   blocks of ``--iterations`` iterations after the replay has warmed up.
+
+``--learner looped unrolled`` times each preset with ``TrainConfig.unroll_learner`` False and True
+(the default, ``config``, keeps the preset's own, resolved as training resolves it), so the effect of
+tracing the learner without loops is measured on one machine in one run.
 """
 
 from __future__ import annotations
@@ -22,17 +27,21 @@ import sys
 import training
 from common import machine_description, percent, print_table
 
+from mz_jax.build import make_run_env, unrolls_learner
 from mz_jax.config import TrainConfig
 from mz_jax.presets import load_preset
 
 DEFAULT_PRESETS = ("breakout_minatar",)
+LEARNER_CHOICES = {"config": None, "looped": False, "unrolled": True}
 
 
 def network_description(config: TrainConfig) -> str:
     net = config.network
     if net.kind == "resnet":
-        return f"ResNet {net.num_blocks} blocks x {net.channels} channels"
-    return f"MLP {'x'.join(map(str, net.hidden_sizes))}, latent {net.latent_size}"
+        text = f"ResNet {net.num_blocks} blocks x {net.channels} channels"
+    else:
+        text = f"MLP {'x'.join(map(str, net.hidden_sizes))}, latent {net.latent_size}"
+    return f"{text}, {'unrolled' if unrolls_learner(config, make_run_env(config)) else 'looped'}"
 
 
 def update_rows(
@@ -68,6 +77,7 @@ def loop_row(name: str, config: TrainConfig, iterations: int, blocks: int) -> li
     search = config.search
     return [
         name,
+        network_description(config),
         f"{config.num_envs} x {config.rollout_length}",
         f"{search.policy} {search.num_simulations}",
         f"{config.updates_per_iteration} x {config.batch_size}",
@@ -93,6 +103,7 @@ UPDATE_HEADERS = [
 ]
 LOOP_HEADERS = [
     "preset",
+    "network",
     "envs x steps",
     "search",
     "updates x batch",
@@ -113,6 +124,13 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=3, help="timed blocks (median reported)")
     parser.add_argument("--repeats", type=int, default=20, help="timed learner updates (median)")
     parser.add_argument("--quick", action="store_true", help="few repeats and iterations")
+    parser.add_argument(
+        "--learner",
+        nargs="+",
+        choices=list(LEARNER_CHOICES),
+        default=["config"],
+        help="how the learner is traced (TrainConfig.unroll_learner): the preset's own, or each",
+    )
     args = parser.parse_args()
     if args.quick:
         args.iterations, args.blocks, args.repeats = 8, 1, 3
@@ -123,10 +141,14 @@ def main() -> None:
     print(machine_description())
     log("matmul peak ...")
     peak = training.matmul_peak()
-    configs = {name: load_preset(name) for name in args.presets}
+    configs = [
+        (name, load_preset(name).replace(unroll_learner=LEARNER_CHOICES[learner]))
+        for name in args.presets
+        for learner in dict.fromkeys(args.learner)
+    ]
     update, loop = [], []
-    for name, config in configs.items():
-        log(f"{name}: learner update ...")
+    for name, config in configs:
+        log(f"{name} ({network_description(config)}): learner update ...")
         update += update_rows(name, config, args.batch_sizes, peak, args.repeats)
         log(f"{name}: training iterations ...")
         loop.append(loop_row(name, config, args.iterations, args.blocks))

@@ -205,7 +205,9 @@ class TrainConfig:
     behind a conditional. The same numbers, to float rounding; the program and its compile time
     grow with K and the updates. None: True for a network with convolutions (the ResNet, or the
     MLP with ``conv_channels``), whose gradient inside a loop or a conditional runs about 10x
-    slower on a CPU (XLA), False for the plain MLP, which they do not slow."""
+    slower on a CPU (XLA), False for the plain MLP, which they do not slow. On an H100 the
+    ``breakout_minatar`` update gains 1.55x and its iteration 1.08x, for a step that compiles in
+    65 s instead of 21 s: False can suit a short GPU run."""
     max_consecutive_nonfinite: int = 10
     """Stop with an error after this many updates in a row with a non-finite loss or gradient."""
 
