@@ -38,6 +38,11 @@ by more than 0.1 wherever the floor could have flattened them.
 Value targets over 50 steps instead of 10 (``--td-steps 50``; seeds 30 and 31, 400k steps,
 2,571 s beside other work): the search won 0.65 and 0.69 of 256 games (mean results 0.58 and
 0.82), level with the preset's.
+EfficientZero's consistency loss (``--consistency-loss-weight 2``; seeds 30 and 31, 400k steps,
+1,803 s): the search won 0.60 and 0.70 of 128 games. ``python benchmarks/one_ply.py`` shows why
+none of these moved it: one step of lookahead on the true game with this network's value wins
+91-98% of games, its learned model's afterstate values no more than always moving the first legal
+checker (0.55-0.75 against 0.78); docs/stochastic_muzero.md has the table.
 The reward term weighted 16 (``reward_loss_weight=16``, which taught the connect-four model what
 wins; seeds 10 and 11, 400k steps): the search won 0.54 and 0.63 of 256 games, the prior alone 0.52
 and 0.53.
