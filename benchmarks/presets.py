@@ -45,7 +45,12 @@ def network_description(config: TrainConfig) -> str:
 
 
 def update_rows(
-    name: str, config: TrainConfig, batch_sizes: list[int], peak: training.MatmulPeak, repeats: int
+    name: str,
+    network: str,
+    config: TrainConfig,
+    batch_sizes: list[int],
+    peak: training.MatmulPeak,
+    repeats: int,
 ) -> list[list[object]]:
     rows = []
     for batch_size in [config.batch_size, *(b for b in batch_sizes if b != config.batch_size)]:
@@ -55,7 +60,7 @@ def update_rows(
         rows.append(
             [
                 name,
-                network_description(config),
+                network,
                 batch_size,
                 timing.num_unroll_steps,
                 f"{timing.compile_seconds:.1f}",
@@ -70,14 +75,16 @@ def update_rows(
     return rows
 
 
-def loop_row(name: str, config: TrainConfig, iterations: int, blocks: int) -> list[object]:
+def loop_row(
+    name: str, network: str, config: TrainConfig, iterations: int, blocks: int
+) -> list[object]:
     timing = training.time_training_loop(
         config, seeds=[0], iterations=iterations, blocks_per_seed=blocks
     )
     search = config.search
     return [
         name,
-        network_description(config),
+        network,
         f"{config.num_envs} x {config.rollout_length}",
         f"{search.policy} {search.num_simulations}",
         f"{config.updates_per_iteration} x {config.batch_size}",
@@ -148,10 +155,11 @@ def main() -> None:
     ]
     update, loop = [], []
     for name, config in configs:
-        log(f"{name} ({network_description(config)}): learner update ...")
-        update += update_rows(name, config, args.batch_sizes, peak, args.repeats)
+        network = network_description(config)  # builds the environment: once per config
+        log(f"{name} ({network}): learner update ...")
+        update += update_rows(name, network, config, args.batch_sizes, peak, args.repeats)
         log(f"{name}: training iterations ...")
-        loop.append(loop_row(name, config, args.iterations, args.blocks))
+        loop.append(loop_row(name, network, config, args.iterations, args.blocks))
     print(
         f"\nLearner update (jitted, one device; median of {args.repeats}); float32 matmul peak "
         f"{peak.flops_per_second / 1e12:.1f} TFLOP/s (n = {peak.size}):"
