@@ -1,6 +1,7 @@
 """Which part of a trained two-player agent is weak: its search, its prior, its model, or its value?
 
     python benchmarks/one_ply.py --workdir RUN [--seed-index 0] [--games 256] [--samples 4]
+        [--agreement-games 16]
 
 Plays games against the uniformly random player with moves chosen in several ways from the same
 trained network, on the same games (the same keys; pgx draws who moves first):
@@ -17,7 +18,12 @@ trained network, on the same games (the same keys; pgx draws who moves first):
 * ``first legal``: the legal move of lowest index, a fixed reference that knows nothing.
 
 If ``true one-ply`` is far above ``model one-ply``, the value is fine and the dynamics has not
-learned what a move does. Two-player games only (pgx).
+learned what a move does. ``--agreement-games N`` then says how: on the positions of N games of the
+agent's search, it compares the model's move values (its afterstate values, and for Stochastic
+MuZero also the next states' values through its chance step) with the true one-ply values, by the
+share of positions where both pick the same move, their rank correlation over the legal moves and
+their spreads. A spread near 0 is a model that ignores the move; a spread like the true one's with
+a correlation near 0, one that gets its effect wrong. Two-player games only (pgx).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import numpy as np
 from common import machine_description, print_table
 
 from mz_jax.agent import Agent
+from mz_jax.search_model import ply_discount
 from mz_jax.transforms import logits_to_scalar
 from mz_jax.types import StochasticMuZeroNetwork
 
@@ -57,14 +64,16 @@ def make_players(agent: Agent, samples: int) -> dict:
         output, _ = network.initial_inference(params, timesteps.observation)
         return masked_argmax(output.policy_logits, timesteps.legal_action_mask)
 
-    def model_one_ply(key, states, timesteps):
-        def one(observation, legal):
+    def model_scores(timesteps):
+        """[G, A]: each move's value one step ahead in the learned model, from the mover's side."""
+
+        def one(observation):
             _, hidden = network.initial_inference(params, observation[None])
             hidden = jax.tree.map(lambda x: jnp.repeat(x, num_actions, axis=0), hidden)
             actions = jnp.arange(num_actions, dtype=jnp.int32)
             if isinstance(network, StochasticMuZeroNetwork):
                 output, _ = network.afterstate_inference(params, hidden, actions)
-                return masked_argmax(logits_to_scalar(output.value_logits), legal)
+                return logits_to_scalar(output.value_logits)
             output, next_hidden = network.recurrent_inference(params, hidden, actions)
             value = logits_to_scalar(output.value_logits)
             if network.turn_logits is not None:
@@ -72,11 +81,39 @@ def make_players(agent: Agent, samples: int) -> dict:
             else:
                 same = jnp.zeros(num_actions, bool)
             reward = logits_to_scalar(output.reward_logits)
-            return masked_argmax(reward + jnp.where(same, value, -value), legal)
+            return reward + jnp.where(same, value, -value)
 
-        return jax.vmap(one)(timesteps.observation, timesteps.legal_action_mask)
+        return jax.vmap(one)(timesteps.observation)
 
-    def true_one_ply(key, states, timesteps):
+    def chance_scores(timesteps):
+        """[G, A], Stochastic MuZero only: each move's value through the model's chance step, the
+        state values of the next states it predicts averaged over its chance distribution σ
+        (``Σ_c σ_c (r_c ± v_c)``), where :func:`model_scores` reads the afterstate value head."""
+
+        def one(observation):
+            _, hidden = network.initial_inference(params, observation[None])
+            hidden = jax.tree.map(lambda x: jnp.repeat(x, num_actions, axis=0), hidden)
+            output, afterstate = network.afterstate_inference(
+                params, hidden, jnp.arange(num_actions, dtype=jnp.int32)
+            )
+            sigma = jax.nn.softmax(output.chance_logits, axis=-1)  # [A, C]
+
+            def outcome(code):
+                codes = jnp.broadcast_to(code, (num_actions, len(code)))
+                out, state = network.recurrent_inference(params, afterstate, codes)
+                value = logits_to_scalar(out.value_logits)
+                sign = ply_discount(network, params, state, value, discount=1.0, two_player=True)
+                return logits_to_scalar(out.reward_logits) + sign * value
+
+            codes = jnp.eye(network.num_chance_outcomes)
+            return (sigma * jax.vmap(outcome, out_axes=1)(codes)).sum(-1)
+
+        return jax.vmap(one)(timesteps.observation)
+
+    def true_scores(key, states, timesteps):
+        """[G, A]: each move's value one step ahead in the true game (the network's value of the
+        real next positions, ``samples`` chance draws averaged), from the mover's side."""
+
         def one(key, state, timestep):
             keys = jax.random.split(key, num_actions * samples)
             actions = jnp.repeat(jnp.arange(num_actions, dtype=jnp.int32), samples)
@@ -85,18 +122,24 @@ def make_players(agent: Agent, samples: int) -> dict:
             value = state_value(after.final_observation)
             value = jnp.where(after.final_player == timestep.player, value, -value)
             score = after.reward + jnp.where(after.terminated, 0.0, value)
-            return masked_argmax(
-                score.reshape(num_actions, samples).mean(axis=1), timestep.legal_action_mask
-            )
+            return score.reshape(num_actions, samples).mean(axis=1)
 
         return jax.vmap(one)(jax.random.split(key, len(timesteps.player)), states, timesteps)
+
+    def model_one_ply(key, states, timesteps):
+        return masked_argmax(model_scores(timesteps), timesteps.legal_action_mask)
+
+    def true_one_ply(key, states, timesteps):
+        return masked_argmax(true_scores(key, states, timesteps), timesteps.legal_action_mask)
 
     def first_legal(key, states, timesteps):
         return jnp.argmax(timesteps.legal_action_mask, axis=-1).astype(jnp.int32)
 
-    return dict(
+    players = dict(
         zip(PLAYERS, (search, prior, model_one_ply, true_one_ply, first_legal), strict=True)
     )
+    stochastic = isinstance(network, StochasticMuZeroNetwork)
+    return players, model_scores, (chance_scores if stochastic else None), true_scores
 
 
 def play(agent: Agent, player, key, *, games: int, max_steps: int) -> np.ndarray:
@@ -131,6 +174,64 @@ def play(agent: Agent, player, key, *, games: int, max_steps: int) -> np.ndarray
     return np.asarray(result)
 
 
+def agreement(agent: Agent, player, scorers: dict, true_scores, key, *, games: int, max_steps: int):
+    """How well the learned model ranks moves, on the positions of games that ``player`` plays
+    against the uniformly random player, at its turns with two legal moves or more. For each of
+    ``scorers`` (a name -> ``scores(timesteps) -> [G, A]``), per position: whether its best move is
+    the true one-ply best, the rank correlation of its scores with the true one-ply scores over the
+    legal moves, and the spread (standard deviation over the legal moves) of each. A model that
+    ignores the move has a spread near 0; one that gets the move's effect wrong, a correlation
+    near 0. Returns ``{name: {measure: mean}}`` and the number of positions."""
+    env = agent.env
+
+    def statistics(model, true, legal):
+        n = legal.sum(-1)
+        top = masked_argmax(model, legal) == masked_argmax(true, legal)
+
+        def ranks(x):
+            return jnp.argsort(jnp.argsort(jnp.where(legal, x, jnp.inf), -1), -1).astype(float)
+
+        def centred(x):
+            return jnp.where(legal, x - (x * legal).sum(-1, keepdims=True) / n[:, None], 0.0)
+
+        def spread(x):
+            return jnp.sqrt((centred(x) ** 2).sum(-1) / n)
+
+        rm, rt = centred(ranks(model)), centred(ranks(true))
+        rank_corr = (rm * rt).sum(-1) / jnp.sqrt((rm**2).sum(-1) * (rt**2).sum(-1))
+        return dict(top=top, chance=1.0 / n, rank=rank_corr, model=spread(model), true=spread(true))
+
+    def run(key):
+        key, reset_key = jax.random.split(key)
+        states, timesteps = jax.vmap(env.reset)(jax.random.split(reset_key, games))
+
+        def body(carry, key):
+            states, timesteps, done = carry
+            act_key, random_key, step_key, true_key = jax.random.split(key, 4)
+            logits = jnp.where(timesteps.legal_action_mask, 0.0, -jnp.inf)
+            random_moves = jax.random.categorical(random_key, logits).astype(jnp.int32)
+            mine = timesteps.player == 0
+            legal = timesteps.legal_action_mask
+            true = true_scores(true_key, states, timesteps)
+            stats = {name: statistics(f(timesteps), true, legal) for name, f in scorers.items()}
+            valid = mine & ~done & (legal.sum(-1) >= 2)
+            actions = jnp.where(mine, player(act_key, states, timesteps), random_moves)
+            states, after = jax.vmap(env.step)(jax.random.split(step_key, games), states, actions)
+            return (states, after, done | after.terminated | after.truncated), (stats, valid)
+
+        start = (states, timesteps, jnp.zeros(games, bool))
+        _, (stats, valid) = jax.lax.scan(body, start, jax.random.split(key, max_steps))
+        return stats, valid
+
+    stats, valid = jax.device_get(jax.jit(run)(key))
+    valid = np.asarray(valid)
+    means = {
+        name: {m: float(np.asarray(v)[valid].mean()) for m, v in measures.items()}
+        for name, measures in stats.items()
+    }
+    return means, int(valid.sum())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", required=True, help="a training run of a two-player game")
@@ -144,6 +245,13 @@ def main() -> None:
     )
     parser.add_argument("--players", nargs="+", choices=PLAYERS, default=list(PLAYERS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--agreement-games",
+        type=int,
+        default=0,
+        help="also measure how the model's move values agree with the true one-ply values, on the "
+        "positions of this many games of the agent's search against the random player (0: not)",
+    )
     args = parser.parse_args()
 
     agent = Agent.restore(args.workdir, seed_index=args.seed_index)
@@ -157,7 +265,7 @@ def main() -> None:
         f"{args.workdir} (seed {agent.config.seed}, {agent.env_steps:,} env steps): {args.games} games "
         f"against the uniformly random player, at most {max_steps} steps, the same keys for every row"
     )
-    players = make_players(agent, args.samples)
+    players, model_scores, chance_scores, true_scores = make_players(agent, args.samples)
     rows = []
     for name in args.players:
         start = time.perf_counter()
@@ -175,6 +283,38 @@ def main() -> None:
             ]
         )
     print_table(["moves by", "wins", "draws", "losses", "mean result", "seconds"], rows)
+    if args.agreement_games:
+        start = time.perf_counter()
+        scorers = {"model one-ply": model_scores}
+        if chance_scores is not None:
+            scorers["through the chance step"] = chance_scores
+        found, positions = agreement(
+            agent,
+            players["search"],
+            scorers,
+            true_scores,
+            jax.random.key(args.seed + 1),
+            games=args.agreement_games,
+            max_steps=max_steps,
+        )
+        print(
+            f"\nThe model's move values against the true one-ply values, over {positions:,} "
+            f"positions of the agent's play with two legal moves or more "
+            f"({time.perf_counter() - start:.0f} s). 'model one-ply' reads the afterstate value "
+            "(Stochastic MuZero) or the next state's; 'through the chance step' averages the "
+            "predicted next states' values over the model's chance distribution:"
+        )
+        measures = [
+            ("top", "its best move is the true one-ply best", "{:.3f}"),
+            ("chance", "the same by chance (1 / legal moves)", "{:.3f}"),
+            ("rank", "rank correlation over the legal moves", "{:+.3f}"),
+            ("model", "spread of its values over the legal moves", "{:.3f}"),
+            ("true", "spread of the true one-ply values", "{:.3f}"),
+        ]
+        print_table(
+            ["measure", *found],
+            [[label] + [fmt.format(found[n][key]) for n in found] for key, label, fmt in measures],
+        )
 
 
 if __name__ == "__main__":
