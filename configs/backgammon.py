@@ -46,7 +46,9 @@ checker (0.55-0.75 against 0.78); docs/stochastic_muzero.md has the table.
 Neither did exploration (``--random-action-probability 0.2``, seeds 10 and 11, 400k steps: the
 search won 0.60 and 0.63 of 128 games) nor a wider network (hidden layers 256 x 256, latent 128:
 0.63 and 0.62); ``one_ply.py --agreement-games`` shows the model's move values spread as much as
-the true ones but barely correlate with them (rank correlation +0.05 to +0.18), in every run.
+the true ones but barely correlate with them (rank correlation +0.05 to +0.18), in every run, and
+``benchmarks/chance_codes.py`` that the chance encoder gives the 21 rolls 3-5 of its 32 codes: the
+codebook has collapsed, and the model's next states do not know the dice.
 The reward term weighted 16 (``reward_loss_weight=16``, which taught the connect-four model what
 wins; seeds 10 and 11, 400k steps): the search won 0.54 and 0.63 of 256 games, the prior alone 0.52
 and 0.53.
