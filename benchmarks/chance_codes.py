@@ -55,9 +55,10 @@ def main() -> None:
         _, after = jax.vmap(env.step)(keys, copies, actions)
         flat = lambda o: o.reshape(len(actions), -1).astype(jnp.float32)
         observation = jnp.broadcast_to(timestep.observation, after.observation.shape)
-        logits = network.encode_chance(params, flat(observation), flat(after.observation))
+        next_observation = flat(after.observation)
+        logits = network.encode_chance(params, flat(observation), next_observation)
         code = jnp.argmax(logits, axis=-1).reshape(num_actions, draws)
-        return code, flat(after.observation).reshape(num_actions, draws, -1)
+        return code, next_observation.reshape(num_actions, draws, -1)
 
     @jax.jit
     def advance(key, state, timestep):

@@ -64,13 +64,18 @@ def make_players(agent: Agent, samples: int) -> dict:
         output, _ = network.initial_inference(params, timesteps.observation)
         return masked_argmax(output.policy_logits, timesteps.legal_action_mask)
 
+    def every_move(observation):
+        """The hidden state of one observation, repeated for each of the A actions, and those
+        actions: the inputs of the model's step for every move."""
+        _, hidden = network.initial_inference(params, observation[None])
+        hidden = jax.tree.map(lambda x: jnp.repeat(x, num_actions, axis=0), hidden)
+        return hidden, jnp.arange(num_actions, dtype=jnp.int32)
+
     def model_scores(timesteps):
         """[G, A]: each move's value one step ahead in the learned model, from the mover's side."""
 
         def one(observation):
-            _, hidden = network.initial_inference(params, observation[None])
-            hidden = jax.tree.map(lambda x: jnp.repeat(x, num_actions, axis=0), hidden)
-            actions = jnp.arange(num_actions, dtype=jnp.int32)
+            hidden, actions = every_move(observation)
             if isinstance(network, StochasticMuZeroNetwork):
                 output, _ = network.afterstate_inference(params, hidden, actions)
                 return logits_to_scalar(output.value_logits)
@@ -91,11 +96,7 @@ def make_players(agent: Agent, samples: int) -> dict:
         (``Σ_c σ_c (r_c ± v_c)``), where :func:`model_scores` reads the afterstate value head."""
 
         def one(observation):
-            _, hidden = network.initial_inference(params, observation[None])
-            hidden = jax.tree.map(lambda x: jnp.repeat(x, num_actions, axis=0), hidden)
-            output, afterstate = network.afterstate_inference(
-                params, hidden, jnp.arange(num_actions, dtype=jnp.int32)
-            )
+            output, afterstate = network.afterstate_inference(params, *every_move(observation))
             sigma = jax.nn.softmax(output.chance_logits, axis=-1)  # [A, C]
 
             def outcome(code):
@@ -142,9 +143,11 @@ def make_players(agent: Agent, samples: int) -> dict:
     return players, model_scores, (chance_scores if stochastic else None), true_scores
 
 
-def play(agent: Agent, player, key, *, games: int, max_steps: int) -> np.ndarray:
-    """The agent's result (+ its reward at the end, from its side) in ``games`` games against the
-    uniformly random player, the agent being player id 0."""
+def run_games(agent: Agent, player, key, *, games: int, max_steps: int, record=None):
+    """``games`` games of ``player`` (the agent, player id 0) against the uniformly random player,
+    all ``max_steps`` steps in one scan: the agent's result (+ its reward at the end, from its
+    side), whether each game ended, and per step what ``record(key, states, timesteps, done)``
+    returns for the positions before the move (None without ``record``)."""
     env = agent.env
 
     def run(key):
@@ -153,7 +156,9 @@ def play(agent: Agent, player, key, *, games: int, max_steps: int) -> np.ndarray
 
         def body(carry, key):
             states, timesteps, done, result = carry
-            act_key, random_key, step_key = jax.random.split(key, 3)
+            # The first three keys are those of a three-way split: recording changes no game.
+            act_key, random_key, step_key, record_key = jax.random.split(key, 4)
+            recorded = None if record is None else record(record_key, states, timesteps, done)
             logits = jnp.where(timesteps.legal_action_mask, 0.0, -jnp.inf)
             random_moves = jax.random.categorical(random_key, logits).astype(jnp.int32)
             mine = timesteps.player == 0
@@ -162,13 +167,19 @@ def play(agent: Agent, player, key, *, games: int, max_steps: int) -> np.ndarray
             ended = after.terminated | after.truncated
             reward = jnp.where(mine, after.reward, -after.reward)
             result = jnp.where(done, result, jnp.where(ended, reward, 0.0))
-            return (states, after, done | ended, result), None
+            return (states, after, done | ended, result), recorded
 
         start = (states, timesteps, jnp.zeros(games, bool), jnp.zeros(games))
-        (_, _, done, result), _ = jax.lax.scan(body, start, jax.random.split(key, max_steps))
-        return result, done
+        (_, _, done, result), recorded = jax.lax.scan(body, start, jax.random.split(key, max_steps))
+        return result, done, recorded
 
-    result, done = jax.device_get(jax.jit(run)(key))
+    return jax.device_get(jax.jit(run)(key))
+
+
+def play(agent: Agent, player, key, *, games: int, max_steps: int) -> np.ndarray:
+    """The agent's result (+ its reward at the end, from its side) in ``games`` games against the
+    uniformly random player, the agent being player id 0."""
+    result, done, _ = run_games(agent, player, key, games=games, max_steps=max_steps)
     if not done.all():
         print(f"  {int((~done).sum())} of {games} games unfinished after {max_steps} steps: draws")
     return np.asarray(result)
@@ -182,7 +193,6 @@ def agreement(agent: Agent, player, scorers: dict, true_scores, key, *, games: i
     legal moves, and the spread (standard deviation over the legal moves) of each. A model that
     ignores the move has a spread near 0; one that gets the move's effect wrong, a correlation
     near 0. Returns ``{name: {measure: mean}}`` and the number of positions."""
-    env = agent.env
 
     def statistics(model, true, legal):
         n = legal.sum(-1)
@@ -201,29 +211,16 @@ def agreement(agent: Agent, player, scorers: dict, true_scores, key, *, games: i
         rank_corr = (rm * rt).sum(-1) / jnp.sqrt((rm**2).sum(-1) * (rt**2).sum(-1))
         return dict(top=top, chance=1.0 / n, rank=rank_corr, model=spread(model), true=spread(true))
 
-    def run(key):
-        key, reset_key = jax.random.split(key)
-        states, timesteps = jax.vmap(env.reset)(jax.random.split(reset_key, games))
-
-        def body(carry, key):
-            states, timesteps, done = carry
-            act_key, random_key, step_key, true_key = jax.random.split(key, 4)
-            logits = jnp.where(timesteps.legal_action_mask, 0.0, -jnp.inf)
-            random_moves = jax.random.categorical(random_key, logits).astype(jnp.int32)
-            mine = timesteps.player == 0
-            legal = timesteps.legal_action_mask
-            true = true_scores(true_key, states, timesteps)
-            stats = {name: statistics(f(timesteps), true, legal) for name, f in scorers.items()}
-            valid = mine & ~done & (legal.sum(-1) >= 2)
-            actions = jnp.where(mine, player(act_key, states, timesteps), random_moves)
-            states, after = jax.vmap(env.step)(jax.random.split(step_key, games), states, actions)
-            return (states, after, done | after.terminated | after.truncated), (stats, valid)
-
-        start = (states, timesteps, jnp.zeros(games, bool))
-        _, (stats, valid) = jax.lax.scan(body, start, jax.random.split(key, max_steps))
+    def record(key, states, timesteps, done):
+        legal = timesteps.legal_action_mask
+        true = true_scores(key, states, timesteps)
+        stats = {name: statistics(f(timesteps), true, legal) for name, f in scorers.items()}
+        valid = (timesteps.player == 0) & ~done & (legal.sum(-1) >= 2)
         return stats, valid
 
-    stats, valid = jax.device_get(jax.jit(run)(key))
+    _, _, (stats, valid) = run_games(
+        agent, player, key, games=games, max_steps=max_steps, record=record
+    )
     valid = np.asarray(valid)
     means = {
         name: {m: float(np.asarray(v)[valid].mean()) for m, v in measures.items()}
