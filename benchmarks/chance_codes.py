@@ -53,12 +53,10 @@ def main() -> None:
         keys = jnp.tile(jax.random.split(key, draws), num_actions)
         copies = jax.tree.map(lambda x: jnp.broadcast_to(x, (len(actions), *x.shape)), state)
         _, after = jax.vmap(env.step)(keys, copies, actions)
-        flat = lambda o: o.reshape(len(actions), -1).astype(jnp.float32)
         observation = jnp.broadcast_to(timestep.observation, after.observation.shape)
-        next_observation = flat(after.observation)
-        logits = network.encode_chance(params, flat(observation), next_observation)
+        logits = network.encode_chance(params, observation, after.observation)
         code = jnp.argmax(logits, axis=-1).reshape(num_actions, draws)
-        return code, next_observation.reshape(num_actions, draws, -1)
+        return code, after.observation.reshape(num_actions, draws, -1)
 
     @jax.jit
     def advance(key, state, timestep):

@@ -50,9 +50,11 @@ def config(
     eval_every: int,
     commitment: float = 0.25,
     consistency: float = 0.0,
+    straight_through: str = "softmax",
 ) -> TrainConfig:
-    """The settings every model trains with; ``network.num_chance_outcomes`` (None: MuZero) and the
-    loss weights ``commitment_loss_weight`` and ``consistency_loss_weight`` set the model."""
+    """The settings every model trains with; ``network.num_chance_outcomes`` (None: MuZero), the
+    loss weights ``commitment_loss_weight`` and ``consistency_loss_weight`` and the chance code's
+    ``chance_straight_through`` set the model."""
     return TrainConfig(
         env="toy:gamble",
         # Measured with the L2 term in the loss (the default before decoupled weight decay).
@@ -71,6 +73,7 @@ def config(
         learning_rate=3e-3,
         commitment_loss_weight=commitment,
         consistency_loss_weight=consistency,
+        chance_straight_through=straight_through,
         eval_every_env_steps=eval_every,
         eval_episodes=64,
         eval_max_steps=2,
@@ -113,11 +116,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--budgets", type=int, nargs="+", default=[3_000, 6_000], help="steps to count seeds at"
     )
+    parser.add_argument(
+        "--straight-through",
+        choices=("softmax", "logits"),
+        default="softmax",
+        help="what the chance code's straight-through gradient reaches (chance_straight_through)",
+    )
     args = parser.parse_args(argv)
     print(machine_description())
     print(
         f"toy:gamble: seeds {args.first_seed}-{args.first_seed + args.seeds - 1} as one program per "
-        f"model, {args.steps:,} env steps, greedy evaluation every {args.eval_every:,}"
+        f"model, {args.steps:,} env steps, greedy evaluation every {args.eval_every:,}, the chance "
+        f"code's straight-through gradient on the encoder's {args.straight_through}"
     )
     c = args.chance_outcomes
     models = [
@@ -139,6 +149,7 @@ def main(argv: list[str] | None = None) -> None:
                 seeds=args.seeds,
                 steps=args.steps,
                 eval_every=args.eval_every,
+                straight_through=args.straight_through,
                 **weights,
             )
             start = time.perf_counter()

@@ -24,6 +24,9 @@ The uniformly random legal move scores 1,092 on the same starting boards. Over t
 Stochastic MuZero averages 2,524 and MuZero 2,119: 19% ahead, where at 100k steps they were level
 (below), short of the 20% target and within the seeds' spread (one MuZero seed stayed at the
 random level). The preset moved from 100k to 300k steps for this; both models score higher there.
+The straight-through gradient on the chance encoder's logits rather than its softmax
+(``--chance-straight-through logits``, seeds 10-12): 2,668 / 2,236 / 2,535 over 64 games, below
+this preset's 3,140 / 2,748 / 2,719.
 
 At 100k steps (the preset before), three seeds as one program on two CPU cores: the final greedy
 evaluation (32 games), then 64 more greedy games from the final networks (their mean score):

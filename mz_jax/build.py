@@ -125,6 +125,7 @@ def build(config: TrainConfig, *, unroll: int | bool | None = None) -> Component
             hidden_grad_scale=config.hidden_grad_scale,
             consistency_loss_weight=config.consistency_loss_weight,
             code_usage_weight=config.code_usage_weight,
+            straight_through=config.chance_straight_through,
             unroll=unroll,
         )
     schedule = learner.make_schedule(

@@ -59,26 +59,53 @@ class ChanceCode(NamedTuple):
 
     Attributes:
       code: ``[..., C]`` float32, ``one_hot(argmax(logits))`` on the forward pass; its gradient is
-        passed unchanged to ``soft`` (the straight-through estimator: ``d code / d soft`` is the
-        identity).
-      soft: ``[..., C]`` float32, ``softmax(logits)``, the encoder's output ``c^e`` before
-        quantisation (the commitment term pulls it towards ``code``).
+        passed unchanged to ``encoding`` (the straight-through estimator: ``d code / d encoding``
+        is the identity).
+      encoding: ``[..., C]`` float32, the encoder's output ``c^e`` that is quantised: the logits
+        themselves, or ``softmax(logits)`` (see :func:`chance_code`); the commitment term pulls it
+        towards ``code``.
+      soft: ``[..., C]`` float32, ``softmax(logits)``, whose batch mean :func:`code_usage_entropy`
+        reads.
     """
 
     code: Array
+    encoding: Array
     soft: Array
 
 
-def chance_code(logits: Array) -> ChanceCode:
-    """Quantises encoder logits ``[..., C]`` to the nearest one-hot code, straight-through.
+STRAIGHT_THROUGH = ("logits", "softmax")
+"""What the chance code's straight-through gradient reaches (:func:`chance_code`)."""
 
-    The codebook is the C one-hot vectors, so the nearest code to ``softmax(logits)`` is the one-hot
-    of its argmax (ties to the lowest index). ``code = soft + sg(one_hot - soft)`` equals the one-hot
-    exactly on the forward pass and has the identity's gradient with respect to ``soft``.
+
+def _check_straight_through(straight_through: str) -> None:
+    if straight_through not in STRAIGHT_THROUGH:
+        raise ValueError(
+            f"straight_through must be one of {STRAIGHT_THROUGH}; got {straight_through!r}"
+        )
+
+
+def chance_code(logits: Array, straight_through: str = "softmax") -> ChanceCode:
+    """Quantises encoder outputs ``[..., C]`` to the nearest one-hot code, straight-through.
+
+    The codebook is the C one-hot vectors, so the code nearest to an encoding ``c^e`` (in
+    Euclidean distance, ``||c^e||^2 - 2 c^e_i + 1``) is the one-hot of its argmax (ties to the
+    lowest index), whether ``c^e`` is the logits or their softmax. ``code = one_hot + c^e -
+    sg(c^e)`` is the one-hot exactly on the forward pass, however large the logits, and has the
+    identity's gradient with respect to ``c^e``:
+
+    * ``"logits"``: ``c^e`` is the encoder's output itself (VQ-VAE's nearest-code quantisation), so
+      every code's logit gets the gradient of the code's input to the dynamics, chosen or not;
+    * ``"softmax"``: ``c^e = softmax(logits)``, whose Jacobian passes almost nothing to a code of
+      probability near 0: once the logits are large a code the encoder has stopped picking gets
+      no gradient, and is never picked again (measured on backgammon: docs/stochastic_muzero.md).
     """
-    soft = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)
-    one_hot = jax.nn.one_hot(jnp.argmax(soft, axis=-1), soft.shape[-1], dtype=jnp.float32)
-    return ChanceCode(code=soft + jax.lax.stop_gradient(one_hot - soft), soft=soft)
+    _check_straight_through(straight_through)
+    logits = logits.astype(jnp.float32)
+    soft = jax.nn.softmax(logits, axis=-1)
+    encoding = logits if straight_through == "logits" else soft
+    one_hot = jax.nn.one_hot(jnp.argmax(logits, axis=-1), logits.shape[-1], dtype=jnp.float32)
+    code = one_hot + (encoding - jax.lax.stop_gradient(encoding))
+    return ChanceCode(code=code, encoding=encoding, soft=soft)
 
 
 class StochasticUnroll(NamedTuple):
@@ -106,6 +133,7 @@ def unroll_stochastic_model(
     actions: Array,
     *,
     hidden_grad_scale: float = 0.5,
+    straight_through: str = "softmax",
     unroll: int | bool = 1,
 ) -> StochasticUnroll:
     """Runs the model K steps along ``actions[B, K]`` with the observed chance outcomes.
@@ -114,13 +142,14 @@ def unroll_stochastic_model(
     encoder codes every consecutive pair at once; then one ``jax.lax.scan`` runs, for k = 0..K-1,
     ``as_k = φ(h_k, a_k)`` and ``s_{k+1} = g(as_k, c_{k+1})``, with ``h_0 = s_0`` and
     ``h_k = scale_gradient(s_k, hidden_grad_scale)``. ``unroll`` is the scan's (True: all K steps
-    as straight-line code).
+    as straight-line code). ``straight_through`` is :func:`chance_code`'s.
     """
     batch_size, num_steps = actions.shape
     flat = lambda x: x.reshape(batch_size * num_steps, *x.shape[2:])
     logits = network.encode_chance(params, flat(observations[:, :-1]), flat(observations[:, 1:]))
     codes = jax.tree.map(
-        lambda x: x.reshape(batch_size, num_steps, *x.shape[1:]), chance_code(logits)
+        lambda x: x.reshape(batch_size, num_steps, *x.shape[1:]),
+        chance_code(logits, straight_through),
     )
 
     def body(state, inputs):
@@ -163,7 +192,7 @@ def chance_terms(unrolled: StochasticUnroll, batch: Batch) -> dict[str, Array]:
     )
     target_code = jax.lax.stop_gradient(codes.code)
     chance = cross_entropy(afterstates.chance_logits, target_code)
-    commitment = jnp.sum(jnp.square(target_code - codes.soft), axis=-1)
+    commitment = jnp.sum(jnp.square(target_code - codes.encoding), axis=-1)
     return {"q": q, "chance": chance, "commitment": commitment}
 
 
@@ -186,6 +215,7 @@ def make_stochastic_loss_fn(
     hidden_grad_scale: float = 0.5,
     consistency_loss_weight: float = 0.0,
     code_usage_weight: float = 0.0,
+    straight_through: str = "softmax",
     unroll: int | bool = 1,
 ) -> LossFn:
     """Builds the Stochastic MuZero loss ``loss_fn(params, batch) -> (loss, LossAux)``.
@@ -219,6 +249,8 @@ def make_stochastic_loss_fn(
         encoder's soft codes averaged over the batch's masked-in transitions, largest when every
         code is used equally. Not in the paper (0 leaves it out); an encoder whose codes collapse
         to one (``chance`` and ``commitment`` near 0) plans as a deterministic model.
+      straight_through: what the chance code's straight-through gradient reaches, the encoder's
+        ``"logits"`` or their ``"softmax"`` (:func:`chance_code`).
       unroll: the unroll of the model's ``jax.lax.scan`` (1: one loop body; True: all K steps as
         straight-line code, the same numbers), as in :func:`mz_jax.make_loss_fn`.
     """
@@ -235,6 +267,7 @@ def make_stochastic_loss_fn(
         consistency_loss_weight=consistency_loss_weight,
         code_usage_weight=code_usage_weight,
     )
+    _check_straight_through(straight_through)
 
     def loss_fn(params: Params, batch: Batch) -> tuple[Array, LossAux]:
         check_batch(batch)
@@ -255,6 +288,7 @@ def make_stochastic_loss_fn(
             observations,
             batch.actions,
             hidden_grad_scale=hidden_grad_scale,
+            straight_through=straight_through,
             unroll=unroll,
         )
         turn = None

@@ -147,6 +147,7 @@ RULES: dict[str, Rule] = {
     "consistency_loss_weight": number(0, 100),
     "commitment_loss_weight": number(0, 100),
     "code_usage_weight": number(0, 100),
+    "chance_straight_through": one_of("logits", "softmax"),
     "reanalyse_values": boolean(),
     "stop_value_targets_at_exploration": boolean(),
     "reanalyse_policy_fraction": _FRACTION,

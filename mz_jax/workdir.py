@@ -168,7 +168,9 @@ BOOKKEEPING_FIELDS = RESUMABLE_FIELDS - {"total_env_steps"}
 """The fields that change no computed value at all: how often a run logs and saves, what it
 keeps, and how its learner is traced."""
 
-CHANCE_ONLY_FIELDS = frozenset({"commitment_loss_weight", "code_usage_weight"})
+CHANCE_ONLY_FIELDS = frozenset(
+    {"commitment_loss_weight", "code_usage_weight", "chance_straight_through"}
+)
 """Loss weights that only Stochastic MuZero's loss reads (``network.num_chance_outcomes`` set)."""
 
 

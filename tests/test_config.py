@@ -245,6 +245,12 @@ _INVALID = {
         "-1.0",
         "[0.0, 100.0]",
     ),
+    "chance_straight_through unknown": (
+        lambda: TrainConfig(chance_straight_through="sigmoid"),
+        "chance_straight_through",
+        "'sigmoid'",
+        "'logits' or 'softmax'",
+    ),
     "search not a SearchConfig": (
         lambda: TrainConfig(search={"num_simulations": 8}),
         "search",

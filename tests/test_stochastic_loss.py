@@ -102,14 +102,24 @@ def reference_ce(logits, probs):
     return -jnp.sum(probs * (logits - jax.scipy.special.logsumexp(logits)))
 
 
-def reference_code(logits):
-    """The one-hot of the largest softmax probability, with the gradient passed to the softmax."""
+def reference_code(logits, straight_through):
+    """The one-hot of the largest logit, with the gradient passed to the logits or their softmax;
+    returns the code, what the commitment term compares with it, and the one-hot."""
     soft = jnp.exp(logits - jax.scipy.special.logsumexp(logits))
     hard = (soft == jnp.max(soft)).astype(jnp.float32)
-    return soft - jax.lax.stop_gradient(soft) + jax.lax.stop_gradient(hard), soft, hard
+    encoding = logits if straight_through == "logits" else soft
+    return encoding - jax.lax.stop_gradient(encoding) + jax.lax.stop_gradient(hard), encoding, hard
 
 
-def reference_loss(params, batch, value_weight=1.0, reward_weight=1.0, beta=1.0, hidden_scale=0.5):
+def reference_loss(
+    params,
+    batch,
+    value_weight=1.0,
+    reward_weight=1.0,
+    beta=1.0,
+    hidden_scale=0.5,
+    straight_through="softmax",
+):
     net = tiny_network()
     b_size, k_steps = batch.actions.shape
     obs_mask = batch.mask[:, 1:] if batch.observation_mask is None else batch.observation_mask
@@ -129,7 +139,7 @@ def reference_loss(params, batch, value_weight=1.0, reward_weight=1.0, beta=1.0,
                 params, state, batch.actions[b : b + 1, k - 1]
             )
             logits = net.encode_chance(params, observations[k - 1][None], observations[k][None])[0]
-            code, soft, hard = reference_code(logits)
+            code, encoding, hard = reference_code(logits, straight_through)
             out, new_state = net.recurrent_inference(params, afterstate, code[None])
             state = formula_scale_gradient(new_state, hidden_scale)
             muzero = batch.mask[b, k] * (
@@ -152,7 +162,7 @@ def reference_loss(params, batch, value_weight=1.0, reward_weight=1.0, beta=1.0,
                 )
             )
             chance = reference_ce(after_out.chance_logits[0], hard)
-            commitment = jnp.sum((hard - soft) ** 2)
+            commitment = jnp.sum((hard - encoding) ** 2)
             step = muzero + q + obs_mask[b, k - 1] * (chance + beta * commitment)
             example += formula_scale_gradient(step, 1.0 / k_steps)
         total += batch.weight[b] * example
@@ -164,6 +174,7 @@ def reference_loss(params, batch, value_weight=1.0, reward_weight=1.0, beta=1.0,
     [
         ({}, False),
         ({"value_weight": 0.25, "reward_weight": 2.0, "beta": 0.3, "hidden_scale": 0.3}, True),
+        ({"beta": 0.5, "straight_through": "logits"}, True),
     ],
 )
 @pytest.mark.parametrize("unroll", [1, True])  # one loop body; the K steps as straight-line code
@@ -176,6 +187,7 @@ def test_loss_and_gradients_match_reference_loop(kwargs, observation_mask, unrol
         reward_loss_weight=kwargs.get("reward_weight", 1.0),
         commitment_loss_weight=kwargs.get("beta", 1.0),
         hidden_grad_scale=kwargs.get("hidden_scale", 0.5),
+        straight_through=kwargs.get("straight_through", "softmax"),
         unroll=unroll,
     )
     (loss, aux), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, batch)
@@ -192,17 +204,52 @@ def test_loss_and_gradients_match_reference_loop(kwargs, observation_mask, unrol
 
 def test_chance_code_is_one_hot_with_the_identity_gradient():
     logits = jnp.array([[0.3, 2.0, -1.0, 0.5], [4.0, 1.0, 1.0, -2.0]])
-    code = chance_code(logits)
-    np.testing.assert_array_equal(code.code, [[0, 1, 0, 0], [1, 0, 0, 0]])
-    np.testing.assert_allclose(code.code.sum(-1), 1.0)
     soft = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
-    np.testing.assert_allclose(code.soft, soft, rtol=1e-6)
-    # d code / d soft is the identity: the Jacobian of the code with respect to the logits equals
-    # the softmax Jacobian diag(p) - p p^T, written out by hand.
+    for straight_through in ("softmax", "logits"):
+        code = chance_code(logits, straight_through)
+        np.testing.assert_array_equal(code.code, [[0, 1, 0, 0], [1, 0, 0, 0]])
+        np.testing.assert_allclose(code.soft, soft, rtol=1e-6)
+    np.testing.assert_allclose(chance_code(logits, "softmax").encoding, soft, rtol=1e-6)
+    np.testing.assert_array_equal(chance_code(logits, "logits").encoding, logits)
+    # d code / d encoding is the identity. Through the softmax, the Jacobian with respect to the
+    # logits is the softmax Jacobian diag(p) - p p^T, written out by hand; on the logits it is I.
     for row in range(2):
-        jacobian = jax.jacobian(lambda x: chance_code(x[None]).code[0])(logits[row])
-        p = soft[row]
-        np.testing.assert_allclose(jacobian, np.diag(p) - np.outer(p, p), atol=1e-6)
+        for straight_through, expected in (
+            ("softmax", np.diag(soft[row]) - np.outer(soft[row], soft[row])),
+            ("logits", np.eye(4)),
+        ):
+            code = lambda x, mode=straight_through: chance_code(x[None], mode).code[0]
+            jacobian = jax.jacobian(code)(logits[row])
+            np.testing.assert_allclose(jacobian, expected, atol=1e-6)
+
+
+def test_a_code_the_encoder_no_longer_picks_gets_a_gradient_only_through_the_logits():
+    # Logits far apart, as a trained encoder's are (their spread was about 9 on backgammon): the
+    # third code has probability e^-20. A loss that would rather have it picked, d loss / d code =
+    # -e_3, moves its logit by 1 per unit step through the logits and by ~p_3 through the softmax.
+    logits = jnp.array([10.0, 9.5, -10.0])
+    want_third = lambda x, mode: -chance_code(x, mode).code[2]
+    through_logits = jax.grad(want_third)(logits, "logits")
+    through_softmax = jax.grad(want_third)(logits, "softmax")
+    np.testing.assert_allclose(through_logits, [0.0, 0.0, -1.0])
+    assert np.abs(through_softmax).max() < 1e-8
+
+
+def test_chance_code_is_exactly_one_hot_however_large_the_logits():
+    # Nothing holds the encoder's logits near the codebook when the commitment term is off (they
+    # grew to thousands on backgammon). Past 2^24, 1 is below float32's spacing, so the form
+    # ``x + sg(one_hot - x)`` gives 0 where the code is 1.
+    logits = jnp.array([[3.0e7, -2.9e7, 12.1], [-1.5e3, 2.0e8, -7.0e5]], jnp.float32)
+    for straight_through in ("softmax", "logits"):
+        code = np.asarray(chance_code(logits, straight_through).code)
+        assert np.array_equal(code, [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), straight_through
+
+
+def test_chance_code_refuses_an_unknown_straight_through():
+    with pytest.raises(ValueError, match="straight_through must be one of"):
+        chance_code(jnp.zeros(3), "sigmoid")
+    with pytest.raises(ValueError, match="'sigmoid'"):
+        make_stochastic_loss_fn(tiny_network(), straight_through="sigmoid")
 
 
 def test_chance_code_ties_go_to_the_lowest_index():

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import pytest
 
-from mz_jax import build, metrics
+from mz_jax import Batch, build, metrics
 from mz_jax.config import NetworkConfig, TrainConfig
 from mz_jax.mcts import SearchConfig
 from mz_jax.train import make_train
@@ -55,6 +55,42 @@ def test_builds_the_stochastic_network_and_loss():
 def test_refuses_what_it_does_not_combine_with(change, message):
     with pytest.raises(ValueError, match=message):
         build(dataclasses.replace(CONFIG, **change))
+
+
+@pytest.mark.parametrize("straight_through", ["softmax", "logits"])
+def test_the_config_chooses_what_the_commitment_term_compares_with_the_code(straight_through):
+    # The logged commitment term is ||one_hot(argmax) - c^e||^2 with c^e the encoder's logits or
+    # their softmax, computed here from the network's own encoder output.
+    config = CONFIG.replace(commitment_loss_weight=1.0, chance_straight_through=straight_through)
+    components = build(config)
+    params = components.init_params(jax.random.key(0))
+    rng = np.random.default_rng(0)
+    b, k = 4, config.num_unroll_steps
+    observations = rng.normal(size=(b, k + 1, 4)).astype(np.float32)
+    batch = Batch(
+        observation=observations[:, 0],
+        actions=rng.integers(0, 2, size=(b, k)).astype(np.int32),
+        target_value=np.zeros((b, k + 1), np.float32),
+        target_reward=np.zeros((b, k + 1), np.float32),
+        target_policy=np.full((b, k + 1, 2), 0.5, np.float32),
+        mask=np.ones((b, k + 1), np.float32),
+        weight=np.ones(b, np.float32),
+        next_observation=observations[:, 1:],
+    )
+    _, aux = jax.jit(components.loss_fn)(params, batch)
+    logits = np.asarray(
+        components.network.encode_chance(
+            params, observations[:, :-1].reshape(b * k, 4), observations[:, 1:].reshape(b * k, 4)
+        ),
+        np.float64,
+    )
+    encoding = logits
+    if straight_through == "softmax":
+        encoding = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    one_hot = np.eye(logits.shape[-1])[logits.argmax(-1)]
+    # The batch mean of each example's sum over its k steps.
+    expected = ((one_hot - encoding) ** 2).sum(-1).reshape(b, k).sum(1).mean()
+    np.testing.assert_allclose(aux.losses["commitment"], expected, rtol=1e-5)
 
 
 def test_num_chance_outcomes_is_checked():
