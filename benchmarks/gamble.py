@@ -36,6 +36,7 @@ from mz_jax import NetworkConfig, SearchConfig, TrainConfig
 from mz_jax.agent import Agent
 from mz_jax.envs.toy import START
 from mz_jax.run import run_training
+from mz_jax.stochastic import STRAIGHT_THROUGH
 from mz_jax.suite_results import evaluation_curves
 
 OPTIMAL = 0.99  # a greedy evaluation this high gambles and plays the coin's side in every episode
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--straight-through",
-        choices=("softmax", "logits"),
+        choices=STRAIGHT_THROUGH,
         default="softmax",
         help="what the chance code's straight-through gradient reaches (chance_straight_through)",
     )

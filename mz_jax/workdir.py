@@ -171,7 +171,7 @@ keeps, and how its learner is traced."""
 CHANCE_ONLY_FIELDS = frozenset(
     {"commitment_loss_weight", "code_usage_weight", "chance_straight_through"}
 )
-"""Loss weights that only Stochastic MuZero's loss reads (``network.num_chance_outcomes`` set)."""
+"""Loss settings that only Stochastic MuZero's loss reads (``network.num_chance_outcomes`` set)."""
 
 
 def inert_fields(config: TrainConfig) -> frozenset[str]:
