@@ -23,10 +23,11 @@ from collections.abc import Callable
 import optax
 
 from mz_jax import learner, networks, transforms
-from mz_jax.config import NetworkConfig, TrainConfig
+from mz_jax.config import TrainConfig
 from mz_jax.envs import Env, make_env, repeat_action
 from mz_jax.loss import LossFn, make_loss_fn
 from mz_jax.mcts import SearchConfig
+from mz_jax.networks.config import NetworkConfig
 from mz_jax.stochastic import make_stochastic_loss_fn
 from mz_jax.types import Array, MuZeroNetwork, Params, StochasticMuZeroNetwork
 from mz_jax.validation import fail
