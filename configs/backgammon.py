@@ -18,7 +18,7 @@ each seat in half of them (``mz-jax eval --workdir RUN --episodes 500 --seed-ind
 |---|---|---|---|
 | 2 (this preset): the search, 16 simulations | **0.887 / 0.863** | 1.46 / 1.37 | **0.812 / 0.846** |
 | 2: its prior alone (the Gumbel search with 1 simulation) | 0.797 / 0.805 | 1.10 / 1.07 | |
-| 2, held-out seeds 40 / 41 (1,584 s): the search | 0.766 / 0.766 | 1.04 / 0.97 | 0.770 / 0.790 |
+| 2, held-out seeds 40 / 41 (1,584 s): the search / the prior | 0.766 / 0.766, 0.750 / 0.793 | 1.04 / 0.97 (search) | 0.770 / 0.790 |
 | 4: the search / the prior | 0.824 / 0.852, 0.719 / 0.836 | 1.15 / 1.32 (search) | 0.796 / 0.822 |
 | 1 (the preset before): the search / the prior | 0.762 / 0.727, 0.723 / 0.703 | 1.14 / 1.00 (search) | 0.732 / 0.726 |
 | 1, held-out seeds 40 / 41: the search | 0.812 / 0.832 | 1.18 / 1.27 | 0.788 / 0.812 |
@@ -29,20 +29,21 @@ With the weight at 2 it wins 77-85% of 500 games over the four seeds, about leve
 (seed 10: 207 and 199 of 250 moving first and second), and misses its target (90% wins against the
 random player). Over the four seeds it won 0.805 of the games against 0.765 with the weight at 1:
 ahead by 0.08 and 0.12 on seeds 10 and 11, behind by 0.02 on the held-out seeds 40 and 41, so the
-gain from 1 to 2 is within the seeds' spread, and 4 is no better than 2. The value weight is the
-one change of the many below that moved it: from 0.25 the prior rose most, and on seeds 10 and 11
-the search added more to it at 2 (0.07-0.09 against 0.02-0.04 at 1), while the
-model's move values still rank moves little better than before (``one_ply.py --agreement-games 16
---max-steps 300``, seed 10: rank correlation with the true one-ply values +0.132 for ``Q(as)``,
+gain from 1 to 2 is within the seeds' spread, and 4 is no better than 2. The value weight is the one
+change of the many below that moved it: from 0.25 the prior rose most, and on seeds 10 and 11 the
+search added more to it at 2 (0.07-0.09 against 0.02-0.04 at 1; on seeds 40 and 41 nothing), while
+the model's move values still rank moves little better than before (``one_ply.py --agreement-games
+16 --max-steps 300``, seed 10: rank correlation with the true one-ply values +0.132 for ``Q(as)``,
 +0.106 through the chance step; +0.090 and +0.076 at weight 1; +0.05 to +0.18 below). Everything
-below was measured with the weight at 0.25. What changed it from losing to random
-play: the Gumbel search. With pUCT (16 simulations; seeds 0 and 1, 100k steps) the mean result
-ended at -1 and the search won 0.41 of 128 games (seed 0), since pUCT's visits followed a prior
-that ranked moves by how often they are legal; Gumbel's Sequential Halving visits every legal move
-and plays the one whose searched value is highest, and its improved-policy target teaches the
-prior the same. At 100k steps (the learning rate decayed over 100k) this preset's search won 0.57
-of 256 games (seed 10). The evaluations every 50k steps (32 games) swing between 0 and 1.1, so they
-say little on their own.
+below was measured with the weight at 0.25.
+
+What changed it from losing to random play: the Gumbel search. With pUCT (16 simulations; seeds 0
+and 1, 100k steps) the mean result ended at -1 and the search won 0.41 of 128 games (seed 0), since
+pUCT's visits followed a prior that ranked moves by how often they are legal; Gumbel's Sequential
+Halving visits every legal move and plays the one whose searched value is highest, and its
+improved-policy target teaches the prior the same. At 100k steps (the learning rate decayed over
+100k) this preset's search won 0.57 of 256 games (seed 10). The evaluations every 50k steps (32
+games) swing between 0 and 1.1, so they say little on their own.
 
 Longer is better, slowly: with ``--total-env-steps 1000000`` (seeds 10 and 11, 2,024 s) the search
 won 0.70 and 0.72 of 256 games (mean results 0.68 and 0.96), its prior alone 0.63 and 0.68.
