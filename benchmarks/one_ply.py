@@ -233,7 +233,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", required=True, help="a training run of a two-player game")
     parser.add_argument("--seed-index", type=int, default=0)
-    parser.add_argument("--games", type=int, default=256)
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=256,
+        help="games per player (0: none, e.g. with --agreement-games)",
+    )
     parser.add_argument(
         "--samples", type=int, default=4, help="chance draws per move (true one-ply)"
     )
@@ -250,6 +255,11 @@ def main() -> None:
         "positions of this many games of the agent's search against the random player (0: not)",
     )
     args = parser.parse_args()
+    for flag in ("games", "agreement_games"):
+        if getattr(args, flag) < 0:
+            parser.error(f"--{flag.replace('_', '-')} must be >= 0; got {getattr(args, flag)}")
+    if not args.games and not args.agreement_games:
+        parser.error("--games 0 and --agreement-games 0 leave nothing to measure")
 
     agent = Agent.restore(args.workdir, seed_index=args.seed_index)
     if agent.env.num_players != 2:
@@ -264,7 +274,7 @@ def main() -> None:
     )
     players, model_scores, chance_scores, true_scores = make_players(agent, args.samples)
     rows = []
-    for name in args.players:
+    for name in args.players if args.games else []:
         start = time.perf_counter()
         result = play(
             agent, players[name], jax.random.key(args.seed), games=args.games, max_steps=max_steps
@@ -279,7 +289,8 @@ def main() -> None:
                 f"{time.perf_counter() - start:.0f}",
             ]
         )
-    print_table(["moves by", "wins", "draws", "losses", "mean result", "seconds"], rows)
+    if rows:
+        print_table(["moves by", "wins", "draws", "losses", "mean result", "seconds"], rows)
     if args.agreement_games:
         start = time.perf_counter()
         scorers = {"model one-ply": model_scores}
