@@ -268,29 +268,36 @@ def main() -> None:
         )
     max_steps = args.max_steps or agent.config.eval_max_steps
     print(machine_description())
-    print(
-        f"{args.workdir} (seed {agent.config.seed}, {agent.env_steps:,} env steps): {args.games} games "
-        f"against the uniformly random player, at most {max_steps} steps, the same keys for every row"
-    )
+    run = f"{args.workdir} (seed {agent.config.seed}, {agent.env_steps:,} env steps)"
     players, model_scores, chance_scores, true_scores = make_players(agent, args.samples)
-    rows = []
-    for name in args.players if args.games else []:
-        start = time.perf_counter()
-        result = play(
-            agent, players[name], jax.random.key(args.seed), games=args.games, max_steps=max_steps
+    if args.games:
+        print(
+            f"{run}: {args.games} games against the uniformly random player, at most {max_steps} "
+            "steps, the same keys for every row"
         )
-        rows.append(
-            [
-                name,
-                f"{np.mean(result > 0):.3f}",
-                f"{np.mean(result == 0):.3f}",
-                f"{np.mean(result < 0):.3f}",
-                f"{result.mean():+.3f}",
-                f"{time.perf_counter() - start:.0f}",
-            ]
-        )
-    if rows:
+        rows = []
+        for name in args.players:
+            start = time.perf_counter()
+            result = play(
+                agent,
+                players[name],
+                jax.random.key(args.seed),
+                games=args.games,
+                max_steps=max_steps,
+            )
+            rows.append(
+                [
+                    name,
+                    f"{np.mean(result > 0):.3f}",
+                    f"{np.mean(result == 0):.3f}",
+                    f"{np.mean(result < 0):.3f}",
+                    f"{result.mean():+.3f}",
+                    f"{time.perf_counter() - start:.0f}",
+                ]
+            )
         print_table(["moves by", "wins", "draws", "losses", "mean result", "seconds"], rows)
+    else:
+        print(run)
     if args.agreement_games:
         start = time.perf_counter()
         scorers = {"model one-ply": model_scores}

@@ -32,9 +32,9 @@ each seat in half of them (``mz-jax eval --workdir RUN --episodes 500 --seed-ind
 | 0.25 (the preset before that): the search / the prior | 0.66 / 0.62, 0.58 / 0.54 | 0.68 / 0.55 (search) | |
 
 (A gammon counts 2 in the mean result; 500 games give a binomial standard error of about 0.017.)
-At 400k steps with the weight at 2 it won 77-85% of 500 games over the four seeds, about level in both seats
-(seed 10: 207 and 199 of 250 moving first and second), and misses its target (90% wins against the
-random player). Over the four seeds it won 0.805 of the games against 0.765 with the weight at 1:
+At 400k steps with the weight at 2 it won 77-85% of 500 games over the four seeds, about level in
+both seats (seed 10: 207 and 199 of 250 moving first and second), and missed its target (90% wins
+against the random player). Over the four seeds it won 0.805 of the games against 0.765 with the weight at 1:
 ahead by 0.08 and 0.12 on seeds 10 and 11, behind by 0.02 on the held-out seeds 40 and 41, so the
 gain from 1 to 2 is within the seeds' spread, and 4 is no better than 2. The value weight is the one
 change of the many below that moved it: from 0.25 the prior rose most, and on seeds 10 and 11 the
