@@ -12,8 +12,11 @@ the uniformly random player, 32 games with the agent in each seat half the time;
 Over 1M steps (seeds 10 and 11 as one program, 5,517 s on two CPU cores beside other runs) it won
 **0.872 and 0.894** of 500 games against the random player, each seat in half of them (436 and 447;
 seed 11 226 of 250 moving first, 221 moving second), against 0.812 and 0.846 after 400k steps, the
-preset's length before: 0.883 on average, closer to the target (0.90) than any change below. At
-weight 0.25 the longer run had gained too (below). The rows below are 400k-step runs.
+preset's length before: 0.883 on average, closer to the target (0.90) than any change below. On
+the held-out seeds 40 and 41 (4,222 s, stopped once and resumed) it won **0.852 and 0.834** (426
+and 417; 218 and 212 of 250 moving first, 208 and 205 moving second), against 0.770 and 0.790 at
+400k: 0.863 over the four seeds, against 0.805 at 400k. At weight 0.25 the longer run had gained
+too (below). The rows below are 400k-step runs.
 
 Measured on seeds 10 and 11 as one program (1,481 s on two CPU cores), then against the random
 player: 256 games, the seat as pgx draws it (``python benchmarks/one_ply.py --workdir RUN
@@ -23,6 +26,7 @@ each seat in half of them (``mz-jax eval --workdir RUN --episodes 500 --seed-ind
 | value weight, how the agent moves | wins of 256, seed 10 / 11 | mean result | wins of 500 |
 |---|---|---|---|
 | 2 (this preset, 1M steps) | | | **0.872 / 0.894** |
+| 2 (this preset, 1M steps), held-out seeds 40 / 41 | | | **0.852 / 0.834** |
 | 2 (this preset at 400k steps): the search, 16 simulations | 0.887 / 0.863 | 1.46 / 1.37 | 0.812 / 0.846 |
 | 2: its prior alone (the Gumbel search with 1 simulation) | 0.797 / 0.805 | 1.10 / 1.07 | |
 | 2, held-out seeds 40 / 41 (1,584 s): the search / the prior | 0.766 / 0.766, 0.750 / 0.793 | 1.04 / 0.97 (search) | 0.770 / 0.790 |
