@@ -38,23 +38,23 @@ each seat in half of them (``mz-jax eval --workdir RUN --episodes 500 --seed-ind
 (A gammon counts 2 in the mean result; 500 games give a binomial standard error of about 0.017.)
 At 400k steps with the weight at 2 it won 77-85% of 500 games over the four seeds, about level in
 both seats (seed 10: 207 and 199 of 250 moving first and second), and missed its target (90% wins
-against the random player). Over the four seeds it won 0.805 of the games against 0.765 with the weight at 1:
-ahead by 0.08 and 0.12 on seeds 10 and 11, behind by 0.02 on the held-out seeds 40 and 41, so the
-gain from 1 to 2 is within the seeds' spread, and 4 is no better than 2. The value weight is the one
-change of the many below that moved it: from 0.25 the prior rose most, and on seeds 10 and 11 the
-search added more to it at 2 (0.07-0.09 against 0.02-0.04 at 1; on seeds 40 and 41 nothing), while
-the model's move values still rank moves little better than before (``one_ply.py --agreement-games
-16 --max-steps 300``, seed 10: rank correlation with the true one-ply values +0.132 for ``Q(as)``,
-+0.106 through the chance step; +0.090 and +0.076 at weight 1; +0.05 to +0.18 below). Also at
-weight 2, and not adopted: the move given to the afterstate dynamics as features (its source point,
-target point and die as one-hots rather than a one-hot of 156; seeds 10 and 11) won 0.866 and 0.776
-of 500 games, 0.821 on average against this preset's 0.829 there, with a rank correlation of +0.196;
-64 simulations when playing rather than 16 (seed 10) won 0.801 of 256 games against 0.816; and
-EfficientZero's consistency loss weighted 5 won 0.816 and 0.840 of 500 (0.828 on average), with a
-rank correlation of +0.187; twice the updates per environment step (``--updates-per-iteration 8``,
-2,251 s against 1,481) won 0.824 and 0.788 of 500 (0.806), so the longer run's gain came from new
-games, not from more updates. docs/stochastic_muzero.md has all four. Everything below was
-measured with the weight at 0.25.
+against the random player). Over the four seeds it won 0.805 of the games against 0.765 with the
+weight at 1: ahead by 0.08 and 0.12 on seeds 10 and 11, behind by 0.02 on the held-out seeds 40 and
+41, so the gain from 1 to 2 is within the seeds' spread, and 4 is no better than 2. The value weight
+is the one change of the many below that moved it: from 0.25 the prior rose most, and on seeds 10
+and 11 the search added more to it at 2 (0.07-0.09 against 0.02-0.04 at 1; on seeds 40 and 41
+nothing), while the model's move values still rank moves little better than before (``one_ply.py
+--agreement-games 16 --max-steps 300``, seed 10: rank correlation with the true one-ply values
++0.132 for ``Q(as)``, +0.106 through the chance step; +0.090 and +0.076 at weight 1; +0.05 to +0.18
+below). Also at weight 2, and not adopted: the move given to the afterstate dynamics as features
+(its source point, target point and die as one-hots rather than a one-hot of 156; seeds 10 and 11)
+won 0.866 and 0.776 of 500 games, 0.821 on average against this preset's 0.829 there, with a rank
+correlation of +0.196; 64 simulations when playing rather than 16 (seed 10) won 0.801 of 256 games
+against 0.816; and EfficientZero's consistency loss weighted 5 won 0.816 and 0.840 of 500 (0.828 on
+average), with a rank correlation of +0.187; twice the updates per environment step
+(``--updates-per-iteration 8``, 2,251 s against 1,481) won 0.824 and 0.788 of 500 (0.806), so the
+longer run's gain came from new games, not from more updates. docs/stochastic_muzero.md has all
+four. Everything below was measured with the weight at 0.25.
 
 What changed it from losing to random play: the Gumbel search. With pUCT (16 simulations; seeds 0
 and 1, 100k steps) the mean result ended at -1 and the search won 0.41 of 128 games (seed 0), since
