@@ -17,11 +17,11 @@ the held-out seeds 40 and 41 (4,222 s, stopped once and resumed) it won **0.852 
 and 417; 218 and 212 of 250 moving first, 208 and 205 moving second), against 0.770 and 0.790 at
 400k: 0.863 over the four seeds, against 0.805 at 400k. At weight 0.25 the longer run had gained
 too (below). Twice as long again (``--total-env-steps 2000000``, the learning rate decayed over the
-2M steps; seeds 10 and 11, 8,391 s on a quiet machine) it won **0.902 and 0.878** of 500 games (451
-and 439; 235 and 223 of 250 moving first, 216 and 216 moving second): 0.890 against 0.883 at 1M,
-+0.030 on one seed and -0.016 on the other, within what 500 games resolve (a standard error of
-about 0.014 a seed). The gain from more games has flattened, so the preset stays at 1M steps. The
-rows below are 400k-step runs.
+2M steps; seeds 10 and 11, 8,391 s, a CI run beside it from 290k to 450k steps) it won **0.902 and
+0.878** of 500 games (451 and 439; 235 and 223 of 250 moving first, 216 and 216 moving second):
+0.890 against 0.883 at 1M, +0.030 on one seed and -0.016 on the other, within what 500 games
+resolve (a standard error of about 0.014 a seed at these rates). The gain from more games has
+flattened, so the preset stays at 1M steps. The rows below are 400k-step runs.
 
 Measured on seeds 10 and 11 as one program (1,481 s on two CPU cores), then against the random
 player: 256 games, the seat as pgx draws it (``python benchmarks/one_ply.py --workdir RUN
