@@ -32,6 +32,10 @@ to 300k steps for this; both models score higher there.
 The straight-through gradient on the chance encoder's logits rather than its softmax
 (``--chance-straight-through logits``, seeds 10-12): 2,668 / 2,236 / 2,535 over 64 games, below
 this preset's 3,140 / 2,748 / 2,719.
+A bonus on the entropy of the batch's mean chance code (``--code-usage-weight 0.5``, seeds 30-32,
+2,655 s): 2,400 / 2,164 / 2,671 over 64 games (2,412 against this preset's 2,189 and MuZero's 2,392
+on those seeds), its encoder giving a move's 9.5 possible boards 2.2-2.3 codes against this preset's
+1.5 (``python benchmarks/chance_codes.py``). Level with MuZero: not adopted.
 
 At 100k steps (the preset before), three seeds as one program on two CPU cores: the final greedy
 evaluation (32 games), then 64 more greedy games from the final networks (their mean score):
