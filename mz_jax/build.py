@@ -102,7 +102,7 @@ def build(config: TrainConfig, *, unroll: int | bool | None = None) -> Component
         unroll = True if unroll_learner else 1
     network_config = network_config_for(config, env)
     if network_config.num_chance_outcomes is not None:
-        check_stochastic(config)
+        check_stochastic(config, env)
     network, init_params = make_network(
         network_config, env, projection=config.consistency_loss_weight > 0
     )
@@ -127,6 +127,7 @@ def build(config: TrainConfig, *, unroll: int | bool | None = None) -> Component
             consistency_loss_weight=config.consistency_loss_weight,
             code_usage_weight=config.code_usage_weight,
             straight_through=config.chance_straight_through,
+            chance_outcome=env.chance_outcome if config.chance_codes == "environment" else None,
             unroll=unroll,
         )
     schedule = learner.make_schedule(
@@ -170,11 +171,27 @@ def unrolls_learner(config: TrainConfig, env: Env) -> bool:
     return network_kind(config.network, env) == "resnet" or config.network.conv_channels is not None
 
 
-def check_stochastic(config: TrainConfig) -> None:
-    """Refuses what Stochastic MuZero (``network.num_chance_outcomes``) does not combine with."""
+def check_stochastic(config: TrainConfig, env: Env) -> None:
+    """Refuses what Stochastic MuZero (``network.num_chance_outcomes``) does not combine with, and
+    ``chance_codes="environment"`` where ``env`` names no outcomes or more than the network has."""
     chance = f"with network.num_chance_outcomes = {config.network.num_chance_outcomes}"
     if config.network.value_prefix_horizon is not None:
         fail("network.value_prefix_horizon", config.network.value_prefix_horizon, f"None {chance}")
+    if config.chance_codes == "environment":
+        if env.chance_outcome is None:
+            fail(
+                "chance_codes",
+                config.chance_codes,
+                f"'learned' for {env.name}, which does not name its chance outcomes (pgx:2048 "
+                "does; an action_repeat above 1 does not)",
+            )
+        if config.network.num_chance_outcomes < env.num_chance_outcomes:
+            fail(
+                "network.num_chance_outcomes",
+                config.network.num_chance_outcomes,
+                f"an integer >= {env.num_chance_outcomes} with chance_codes='environment': "
+                f"{env.name} names {env.num_chance_outcomes} outcomes",
+            )
 
 
 def search_config_for(config: TrainConfig, env: Env) -> SearchConfig:

@@ -126,6 +126,14 @@ class TrainConfig:
     for it (0.68 and 0.61 of 256 games won against random, against 0.66 and 0.62) and 2048 scored
     less (2,480 against 2,869 over seeds 10-12), so the softmax stays the default
     (docs/stochastic_muzero.md)."""
+    chance_codes: str = "learned"
+    """Stochastic MuZero only: where the chance code of each stored transition comes from.
+    ``"learned"``: the paper's encoder (a VQ-VAE over the two observations). ``"environment"``: the
+    outcome the environment names (:attr:`mz_jax.envs.Env.chance_outcome`; pgx:2048 names the new
+    tile's cell and value, 32 outcomes), as LightZero's 2048 configurations do
+    (``use_ture_chance_label_in_chance_encoder``): σ then learns the true distribution and the
+    encoder is unused. It takes the codebook's collapse out of a comparison (docs/
+    stochastic_muzero.md)."""
     reanalyse_values: bool = True
     """Bootstrap the n-step value targets from the network's value of the stored observations,
     with the target parameters (fresh values, as MuZero Reanalyse and EfficientZero compute them),

@@ -6,7 +6,8 @@ each transition ``s --a, c--> s'`` in two: the afterstate dynamics ``φ(s, a) = 
 after the move, before chance), whose prediction ``ψ(as) = (Q, σ)`` gives the afterstate value and
 the distribution σ over C chance outcomes, and the chance dynamics ``g(as, c) = (s', r)``. In
 training the outcome ``c`` of each stored transition is a one-hot code given by an encoder of the
-observations (a VQ-VAE with a fixed codebook of C one-hot vectors); in the search it is one of the C
+observations (a VQ-VAE with a fixed codebook of C one-hot vectors), or, where the environment names
+its outcomes, their one-hots (``chance_outcome``); in the search it is one of the C
 codes, weighted by σ (:mod:`mz_jax.stochastic_search`).
 
 The loss (the paper's Appendix, "Loss"): the MuZero terms of :func:`mz_jax.make_loss_fn` on the
@@ -26,6 +27,7 @@ loss. Nothing here changes :func:`mz_jax.make_loss_fn`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -134,6 +136,7 @@ def unroll_stochastic_model(
     *,
     hidden_grad_scale: float = 0.5,
     straight_through: str = "softmax",
+    chance_outcome: Callable[[Array, Array, Array], Array] | None = None,
     unroll: int | bool = 1,
 ) -> StochasticUnroll:
     """Runs the model K steps along ``actions[B, K]`` with the observed chance outcomes.
@@ -142,15 +145,20 @@ def unroll_stochastic_model(
     encoder codes every consecutive pair at once; then one ``jax.lax.scan`` runs, for k = 0..K-1,
     ``as_k = φ(h_k, a_k)`` and ``s_{k+1} = g(as_k, c_{k+1})``, with ``h_0 = s_0`` and
     ``h_k = scale_gradient(s_k, hidden_grad_scale)``. ``unroll`` is the scan's (True: all K steps
-    as straight-line code). ``straight_through`` is :func:`chance_code`'s.
+    as straight-line code). ``straight_through`` is :func:`chance_code`'s. With
+    ``chance_outcome(observation, action, next_observation) -> int`` (unbatched), the codes are the
+    one-hots of the outcomes it names instead, and the encoder is not run.
     """
     batch_size, num_steps = actions.shape
     flat = lambda x: x.reshape(batch_size * num_steps, *x.shape[2:])
-    logits = network.encode_chance(params, flat(observations[:, :-1]), flat(observations[:, 1:]))
-    codes = jax.tree.map(
-        lambda x: x.reshape(batch_size, num_steps, *x.shape[1:]),
-        chance_code(logits, straight_through),
-    )
+    before, after = flat(observations[:, :-1]), flat(observations[:, 1:])
+    if chance_outcome is None:
+        codes = chance_code(network.encode_chance(params, before, after), straight_through)
+    else:
+        outcome = jax.vmap(chance_outcome)(before, actions.reshape(-1), after)
+        code = jax.nn.one_hot(outcome, network.num_chance_outcomes, dtype=jnp.float32)
+        codes = ChanceCode(code=code, encoding=code, soft=code)
+    codes = jax.tree.map(lambda x: x.reshape(batch_size, num_steps, *x.shape[1:]), codes)
 
     def body(state, inputs):
         action, code = inputs
@@ -216,6 +224,7 @@ def make_stochastic_loss_fn(
     consistency_loss_weight: float = 0.0,
     code_usage_weight: float = 0.0,
     straight_through: str = "softmax",
+    chance_outcome: Callable[[Array, Array, Array], Array] | None = None,
     unroll: int | bool = 1,
 ) -> LossFn:
     """Builds the Stochastic MuZero loss ``loss_fn(params, batch) -> (loss, LossAux)``.
@@ -251,6 +260,11 @@ def make_stochastic_loss_fn(
         to one (``chance`` and ``commitment`` near 0) plans as a deterministic model.
       straight_through: what the chance code's straight-through gradient reaches, the encoder's
         ``"logits"`` or their ``"softmax"`` (:func:`chance_code`).
+      chance_outcome: None (the paper: codes from the encoder), or the environment's outcome of
+        each transition, ``chance_outcome(observation, action, next_observation) -> int32`` in
+        ``[0, C)`` for one transition (:attr:`mz_jax.envs.Env.chance_outcome`): the codes are then
+        its one-hots, σ learns the true distribution of outcomes, the encoder is not run (nor
+        trained) and the commitment term is 0.
       unroll: the unroll of the model's ``jax.lax.scan`` (1: one loop body; True: all K steps as
         straight-line code, the same numbers), as in :func:`mz_jax.make_loss_fn`.
     """
@@ -268,6 +282,11 @@ def make_stochastic_loss_fn(
         code_usage_weight=code_usage_weight,
     )
     _check_straight_through(straight_through)
+    if chance_outcome is not None and not callable(chance_outcome):
+        raise ValueError(
+            "chance_outcome must be None or a function (observation, action, next_observation) -> "
+            f"int; got {type(chance_outcome).__name__}"
+        )
 
     def loss_fn(params: Params, batch: Batch) -> tuple[Array, LossAux]:
         check_batch(batch)
@@ -289,6 +308,7 @@ def make_stochastic_loss_fn(
             batch.actions,
             hidden_grad_scale=hidden_grad_scale,
             straight_through=straight_through,
+            chance_outcome=chance_outcome,
             unroll=unroll,
         )
         turn = None

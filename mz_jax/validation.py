@@ -148,6 +148,7 @@ RULES: dict[str, Rule] = {
     "commitment_loss_weight": number(0, 100),
     "code_usage_weight": number(0, 100),
     "chance_straight_through": one_of("logits", "softmax"),
+    "chance_codes": one_of("environment", "learned"),
     "reanalyse_values": boolean(),
     "stop_value_targets_at_exploration": boolean(),
     "reanalyse_policy_fraction": _FRACTION,

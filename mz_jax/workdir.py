@@ -169,7 +169,7 @@ BOOKKEEPING_FIELDS = RESUMABLE_FIELDS - {"total_env_steps"}
 keeps, and how its learner is traced."""
 
 CHANCE_ONLY_FIELDS = frozenset(
-    {"commitment_loss_weight", "code_usage_weight", "chance_straight_through"}
+    {"commitment_loss_weight", "code_usage_weight", "chance_straight_through", "chance_codes"}
 )
 """Loss settings that only Stochastic MuZero's loss reads (``network.num_chance_outcomes`` set)."""
 

@@ -251,6 +251,12 @@ _INVALID = {
         "'sigmoid'",
         "'logits' or 'softmax'",
     ),
+    "chance_codes unknown": (
+        lambda: TrainConfig(chance_codes="true"),
+        "chance_codes",
+        "'true'",
+        "'environment' or 'learned'",
+    ),
     "search not a SearchConfig": (
         lambda: TrainConfig(search={"num_simulations": 8}),
         "search",

@@ -119,6 +119,7 @@ def reference_loss(
     beta=1.0,
     hidden_scale=0.5,
     straight_through="softmax",
+    outcome=None,
 ):
     net = tiny_network()
     b_size, k_steps = batch.actions.shape
@@ -138,8 +139,14 @@ def reference_loss(
             after_out, afterstate = net.afterstate_inference(
                 params, state, batch.actions[b : b + 1, k - 1]
             )
-            logits = net.encode_chance(params, observations[k - 1][None], observations[k][None])[0]
-            code, encoding, hard = reference_code(logits, straight_through)
+            if outcome is None:
+                logits = net.encode_chance(
+                    params, observations[k - 1][None], observations[k][None]
+                )[0]
+                code, encoding, hard = reference_code(logits, straight_through)
+            else:  # the environment's outcome: a fixed one-hot, nothing to commit to
+                label = outcome(observations[k - 1], batch.actions[b, k - 1], observations[k])
+                code = encoding = hard = (jnp.arange(CHANCE) == label).astype(jnp.float32)
             out, new_state = net.recurrent_inference(params, afterstate, code[None])
             state = formula_scale_gradient(new_state, hidden_scale)
             muzero = batch.mask[b, k] * (
@@ -292,3 +299,36 @@ def test_code_usage_is_the_entropy_of_the_mean_code_and_enters_the_loss_as_a_bon
     bonus, _ = make_stochastic_loss_fn(tiny_network(), code_usage_weight=0.5)(params, batch)
     np.testing.assert_allclose(bonus, plain - 0.5 * aux.losses["code_usage"], rtol=1e-6)
     assert 0.0 <= float(aux.losses["code_usage"]) <= np.log(CHANCE) + 1e-6
+
+
+def toy_outcome(observation, action, next_observation):
+    """An outcome the transition names: which of the next observation's entries is largest,
+    shifted by the action (so every argument counts)."""
+    return ((jnp.argmax(next_observation) + action) % CHANCE).astype(jnp.int32)
+
+
+@pytest.mark.parametrize("unroll", [1, True])
+def test_environment_outcomes_replace_the_encoder_codes(unroll):
+    """With ``chance_outcome``, the chance dynamics reads its one-hots and σ is trained on them:
+    the reference loop with those codes gives the loss and gradients, the encoder gets no
+    gradient, and the commitment term is 0."""
+    params = tiny_params(3)
+    batch = random_batch(3, batch_size=4, num_unroll_steps=3, observation_mask=True)
+    loss_fn = make_stochastic_loss_fn(
+        tiny_network(),
+        value_loss_weight=0.5,
+        commitment_loss_weight=0.7,
+        chance_outcome=toy_outcome,
+        unroll=unroll,
+    )
+    (loss, aux), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, batch)
+    kwargs = {"value_weight": 0.5, "beta": 0.7, "outcome": toy_outcome}
+    ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, batch, **kwargs)
+    np.testing.assert_allclose(loss, ref_loss, rtol=1e-5)
+    for name in params:
+        np.testing.assert_allclose(grads[name], ref_grads[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    np.testing.assert_array_equal(grads["encoder"], 0.0)
+    assert np.abs(np.asarray(grads["sigma"])).sum() > 0
+    assert float(aux.losses["commitment"]) == 0.0
+    with pytest.raises(ValueError, match="chance_outcome must be None or a function"):
+        make_stochastic_loss_fn(tiny_network(), chance_outcome=3)

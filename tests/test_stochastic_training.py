@@ -131,3 +131,50 @@ def test_iterations_train_every_term_and_stay_finite(policy):
         "projection_head",
     ):
         assert any(jax.tree.leaves(moved[name])), name
+
+
+def test_chance_codes_from_the_environment_are_checked_and_train_on_2048():
+    with pytest.raises(
+        ValueError,
+        match=r"'chance_codes' = 'environment' is invalid: allowed "
+        r"'learned' for gymnax:CartPole-v1, which does not name",
+    ):
+        build(CONFIG.replace(chance_codes="environment"))
+    game = CONFIG.replace(
+        env="pgx:2048",
+        chance_codes="environment",
+        reanalyse_policy_fraction=0.0,
+        network=dataclasses.replace(
+            CONFIG.network,
+            kind="mlp",
+            num_chance_outcomes=32,
+            value_support_size=5,
+            reward_support_size=5,
+        ),
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"'network.num_chance_outcomes' = 16 is invalid: allowed "
+        r"an integer >= 32",
+    ):
+        build(game.replace(network=dataclasses.replace(game.network, num_chance_outcomes=16)))
+    with pytest.raises(ValueError, match=r"'chance_codes' = 'environment' is invalid"):
+        build(game.replace(action_repeat=2))
+    trainer = make_train(game, devices=jax.devices()[:1])
+    state = trainer.init(0)
+    params_0 = jax.device_get(state.train.params)
+    for _ in range(5):
+        state, record = trainer.step(state)
+    record = metrics.flatten(jax.device_get(record))
+    params = jax.device_get(state.train.params)
+    assert np.isfinite(record["loss/total"]).all() and np.all(record["loss/chance"] > 0)
+    assert np.all(record["loss/commitment"] == 0)
+    # The encoder is not run: it keeps its initial weights but for the decoupled weight decay.
+    changed = lambda a, b: bool(np.any(np.asarray(a) != np.asarray(b)))
+    assert any(
+        jax.tree.leaves(jax.tree.map(changed, params_0["chance_head"], params["chance_head"]))
+    )
+    decayed = jax.tree.map(
+        lambda a, b: np.allclose(a, b, rtol=1e-2), params_0["encoder_out"], params["encoder_out"]
+    )
+    assert all(jax.tree.leaves(decayed))

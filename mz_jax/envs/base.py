@@ -78,6 +78,13 @@ class Env:
         move per die), so that who moves next must be read from ``player``, not assumed to
         alternate; training then has the network predict it (``network.predict_turn``).
         Keyword-only, default False.
+      num_chance_outcomes: where the environment can name the chance outcome of each transition, how
+        many there are (pgx:2048: 32, the new tile's cell and value); None otherwise. Keyword-only.
+      chance_outcome: with ``num_chance_outcomes``, ``chance_outcome(observation, action,
+        next_observation) -> int32`` in ``[0, num_chance_outcomes)``, the outcome of one observed
+        transition (unbatched; vmap for a batch), which Stochastic MuZero can train on in place of
+        its learned codes (``TrainConfig.chance_codes="environment"``); None otherwise.
+        Keyword-only.
       reset: ``reset(key) -> (EnvState, TimeStep)``, the start of an episode.
       step: ``step(key, state, action) -> (EnvState, TimeStep)`` with ``action`` an int32 scalar; when
         the transition ends the episode, the returned state and observation already belong to a
@@ -92,6 +99,10 @@ class Env:
     reward_bound: float | None = dataclasses.field(default=None, kw_only=True)
     return_bound: float | None = dataclasses.field(default=None, kw_only=True)
     repeats_player: bool = dataclasses.field(default=False, kw_only=True)
+    num_chance_outcomes: int | None = dataclasses.field(default=None, kw_only=True)
+    chance_outcome: Callable[[Array, Array, Array], Array] | None = dataclasses.field(
+        default=None, kw_only=True, repr=False
+    )
     reset: Callable[[Array], tuple[EnvState, TimeStep]] = dataclasses.field(repr=False)
     step: Callable[[Array, EnvState, Array], tuple[EnvState, TimeStep]] = dataclasses.field(
         repr=False

@@ -57,6 +57,46 @@ REPEATS_PLAYER = frozenset({"backgammon"})
 action per die); in the others the players alternate."""
 
 
+def _slide_row_left(row: Array) -> Array:
+    """One row of 2048 exponents (0 empty) slid left with equal neighbours merged once each,
+    left to right: ``[1, 1, 1, 1] -> [2, 2, 0, 0]``, ``[2, 0, 2, 3] -> [3, 3, 0, 0]``."""
+
+    def packed(x: Array) -> Array:  # the non-empty cells in order, then the empty ones
+        return x[jnp.argsort(x == 0, stable=True)]
+
+    row = packed(row)
+    for i in range(3):
+        merge = (row[i] != 0) & (row[i] == row[i + 1])
+        row = row.at[i].add(merge.astype(row.dtype)).at[i + 1].set(jnp.where(merge, 0, row[i + 1]))
+    return packed(row)
+
+
+def game_2048_chance_outcome(observation: Array, action: Array, next_observation: Array) -> Array:
+    """The chance outcome of one 2048 move: ``2 * cell + (0 for a new 2, 1 for a new 4)``.
+
+    pgx's board is 16 cells of exponents (0 empty), observed as one-hot planes ``[4, 4, 31]``; a
+    move (0 left, 1 up, 2 right, 3 down) slides and merges the tiles, then a 2 (probability 0.9)
+    or a 4 lands on an empty cell drawn uniformly. The new tile is the cell empty after the slide
+    and taken in ``next_observation``. 32 outcomes; a pair of observations no move joins (across
+    an episode's end) gets some outcome in range.
+    """
+    board = jnp.argmax(observation, axis=-1)
+    next_board = jnp.argmax(next_observation, axis=-1)
+    # As pgx does: turn the board so that the move slides left, slide, turn back.
+    turned = jax.lax.switch(action, [lambda b, k=k: jnp.rot90(b, k) for k in range(4)], board)
+    slid = jax.vmap(_slide_row_left)(turned)
+    afterstate = jax.lax.switch(action, [lambda b, k=k: jnp.rot90(b, -k) for k in range(4)], slid)
+    new = ((afterstate == 0) & (next_board != 0)).reshape(-1)
+    cell = jnp.argmax(new)
+    four = next_board.reshape(-1)[cell] >= 2
+    return (2 * cell + four).astype(jnp.int32)
+
+
+CHANCE_OUTCOMES = {"2048": (32, game_2048_chance_outcome)}
+"""The pgx games whose chance outcomes mz_jax can name: ``id -> (number of outcomes, function)``
+(:attr:`mz_jax.envs.base.Env.chance_outcome`)."""
+
+
 def pgx_ids() -> tuple[str, ...]:
     """Every game pgx offers, whatever its number of players."""
     import pgx
@@ -147,6 +187,8 @@ def make_pgx(env_id: str, max_episode_steps: int | None) -> Env:
         # pgx's two-player games are scored once, at the end.
         return_bound=REWARD_BOUNDS.get(env_id) if env.num_players == 2 else None,
         repeats_player=env_id in REPEATS_PLAYER,
+        num_chance_outcomes=CHANCE_OUTCOMES.get(env_id, (None, None))[0],
+        chance_outcome=CHANCE_OUTCOMES.get(env_id, (None, None))[1],
         reset=reset,
         step=step,
     )

@@ -70,5 +70,8 @@ def repeat_action(env: Env, repeats: int) -> Env:
         env,
         max_episode_steps=None if max_steps is None else -(-max_steps // repeats),
         reward_bound=None if env.reward_bound is None else repeats * env.reward_bound,
+        # A repeated action draws chance once per repeat: no one outcome names the transition.
+        num_chance_outcomes=None,
+        chance_outcome=None,
         step=step,
     )
