@@ -21,6 +21,7 @@ and the share of games whose largest tile reached 512):
 | MuZero, seeds 20 / 21 / 22 | 2,383 / 1,754 / 1,468 | 0.03 / 0 / 0 | 1,020 |
 | this preset, held-out seeds 30 / 31 / 32 | 2,670 / 1,655 / 2,242 | 0.14 / 0 / 0.09 | 3,411 |
 | MuZero, held-out seeds 30 / 31 / 32 | 2,226 / 2,867 / 2,082 | 0.03 / 0.16 / 0 | 1,543 |
+| the true outcomes as codes (``--chance-codes environment``), seeds 30 / 31 / 32 | 1,711 / 2,879 / 2,681 | 0.02 / 0.12 / 0.08 | 3,212 |
 
 The uniformly random legal move scores 1,092 on the same starting boards. Over seeds 10-12 and
 20-22 Stochastic MuZero averaged 2,524 and MuZero 2,119: 19% ahead, where at 100k steps they were
@@ -36,6 +37,11 @@ A bonus on the entropy of the batch's mean chance code (``--code-usage-weight 0.
 2,655 s): 2,400 / 2,164 / 2,671 over 64 games (2,412 against this preset's 2,189 and MuZero's 2,392
 on those seeds), its encoder giving a move's 9.5 possible boards 2.2-2.3 codes against this preset's
 1.5 (``python benchmarks/chance_codes.py``). Level with MuZero: not adopted.
+The true chance outcomes in place of the learned codes (``--chance-codes environment``: the new
+tile's cell and value, 32 outcomes, as LightZero's 2048 configurations train; seeds 30-32, 3,212 s,
+a CI run beside it for 23 minutes): 1,711 / 2,879 / 2,681 over 64 games (2,424 against MuZero's
+2,392 on those seeds). With a codebook that resolves every outcome, Stochastic MuZero is still
+level with MuZero here: the codebook's collapse is not what holds it back at 300k steps.
 
 At 100k steps (the preset before), three seeds as one program on two CPU cores: the final greedy
 evaluation (32 games), then 64 more greedy games from the final networks (their mean score):
