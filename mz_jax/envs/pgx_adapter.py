@@ -177,6 +177,7 @@ def make_pgx(env_id: str, max_episode_steps: int | None) -> Env:
         return EnvState(backend, episode_step), timestep
 
     shapes = jax.eval_shape(reset, jax.random.key(0))[1]
+    num_chance_outcomes, chance_outcome = CHANCE_OUTCOMES.get(env_id, (None, None))
     return Env(
         name=name,
         num_actions=int(shapes.legal_action_mask.shape[0]),
@@ -187,8 +188,8 @@ def make_pgx(env_id: str, max_episode_steps: int | None) -> Env:
         # pgx's two-player games are scored once, at the end.
         return_bound=REWARD_BOUNDS.get(env_id) if env.num_players == 2 else None,
         repeats_player=env_id in REPEATS_PLAYER,
-        num_chance_outcomes=CHANCE_OUTCOMES.get(env_id, (None, None))[0],
-        chance_outcome=CHANCE_OUTCOMES.get(env_id, (None, None))[1],
+        num_chance_outcomes=num_chance_outcomes,
+        chance_outcome=chance_outcome,
         reset=reset,
         step=step,
     )
