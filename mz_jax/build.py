@@ -183,7 +183,7 @@ def check_stochastic(config: TrainConfig, env: Env) -> None:
                 "chance_codes",
                 config.chance_codes,
                 f"'learned' for {env.name}, which does not name its chance outcomes (pgx:2048 "
-                "does; an action_repeat above 1 does not)",
+                "and pgx:backgammon do; an action_repeat above 1 does not)",
             )
         if config.network.num_chance_outcomes < env.num_chance_outcomes:
             fail(

@@ -130,7 +130,8 @@ class TrainConfig:
     """Stochastic MuZero only: where the chance code of each stored transition comes from.
     ``"learned"``: the paper's encoder (a VQ-VAE over the two observations). ``"environment"``: the
     outcome the environment names (:attr:`mz_jax.envs.Env.chance_outcome`; pgx:2048 names the new
-    tile's cell and value, 32 outcomes), as LightZero's 2048 configurations do
+    tile's cell and value, 32 outcomes, pgx:backgammon the roll that starts the next turn or none,
+    22), as LightZero's 2048 configurations do
     (``use_ture_chance_label_in_chance_encoder``): σ then learns the true distribution and the
     encoder is unused. It takes the codebook's collapse out of a comparison (docs/
     stochastic_muzero.md)."""

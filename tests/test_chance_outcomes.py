@@ -1,6 +1,7 @@
 """The chance outcomes an environment names (``Env.chance_outcome``), checked against pgx itself:
 pgx:2048's outcome is the new tile's cell and value, so the board after pgx's own slide with that
-tile added must be the next board pgx reports."""
+tile added must be the next board pgx reports; pgx:backgammon's is the roll that starts the next
+turn, so it must name the dice pgx's state holds whenever the player to move changed."""
 
 import jax
 import jax.numpy as jnp
@@ -58,6 +59,39 @@ def test_2048_outcome_is_the_new_tile_on_pgx_boards():
     # pgx draws a 4 one time in ten: 20 expected in 200, more than 3 standard deviations off
     # (4.2) would mean the value bit is misread.
     assert abs(fours - 20) < 13
+
+
+def test_backgammon_outcome_is_the_next_turns_roll_in_pgx_state():
+    env = make_env("pgx:backgammon")
+    assert env.num_chance_outcomes == 22
+    outcome = jax.jit(env.chance_outcome)
+    step = jax.jit(env.step)
+    # The 21 unordered rolls in the documented order, written out: (1,1), (1,2), ... (6,6).
+    rolls = [(low, high) for low in range(6) for high in range(low, 6)]
+    rng = np.random.default_rng(1)
+    key = jax.random.key(1)
+    state, timestep = env.reset(key)
+    seen = np.zeros(22, int)
+    for _ in range(600):
+        key, step_key = jax.random.split(key)
+        action = int(rng.choice(np.flatnonzero(np.asarray(timestep.legal_action_mask))))
+        next_state, next_timestep = step(step_key, state, jnp.int32(action))
+        label = int(
+            outcome(timestep.observation, jnp.int32(action), next_timestep.final_observation)
+        )
+        ended = bool(next_timestep.terminated | next_timestep.truncated)
+        passed = int(state.backend.current_player) != int(next_timestep.final_player)
+        if passed and not ended:  # the opponent's dice were rolled: pgx holds them
+            assert label == rolls.index(tuple(sorted(np.asarray(next_state.backend._dice))))
+        else:
+            assert label == 21
+        seen[label] += 1
+        state, timestep = next_state, next_timestep
+    turns = seen[:21].sum()
+    assert turns > 100  # a random player's turn is two to four moves
+    # A double comes up one roll in six.
+    doubles = seen[[rolls.index((face, face)) for face in range(6)]].sum()
+    assert abs(doubles / turns - 1 / 6) < 4 * np.sqrt(5 / 36 / turns)
 
 
 def test_environments_without_named_outcomes_have_none():

@@ -79,7 +79,8 @@ class Env:
         alternate; training then has the network predict it (``network.predict_turn``).
         Keyword-only, default False.
       num_chance_outcomes: where the environment can name the chance outcome of each transition, how
-        many there are (pgx:2048: 32, the new tile's cell and value); None otherwise. Keyword-only.
+        many there are (pgx:2048: 32, the new tile's cell and value; pgx:backgammon: 22, the
+        next turn's roll or none); None otherwise. Keyword-only.
       chance_outcome: with ``num_chance_outcomes``, ``chance_outcome(observation, action,
         next_observation) -> int32`` in ``[0, num_chance_outcomes)``, the outcome of one observed
         transition (unbatched; vmap for a batch), which Stochastic MuZero can train on in place of

@@ -12,6 +12,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from mz_jax.envs.base import Env, EnvState, TimeStep, as_action, restart, select_tree
 from mz_jax.types import Array
@@ -92,7 +93,45 @@ def game_2048_chance_outcome(observation: Array, action: Array, next_observation
     return (2 * cell + four).astype(jnp.int32)
 
 
-CHANCE_OUTCOMES = {"2048": (32, game_2048_chance_outcome)}
+def _unordered_roll_index() -> np.ndarray:
+    index = np.zeros((6, 6), np.int32)
+    for n, (low, high) in enumerate((i, j) for i in range(6) for j in range(i, 6)):
+        index[low, high] = n
+    return index
+
+
+_ROLL_INDEX = _unordered_roll_index()
+BACKGAMMON_NO_ROLL = 21
+"""The backgammon outcome of a move after which no dice are rolled."""
+
+
+def backgammon_chance_outcome(observation: Array, action: Array, next_observation: Array) -> Array:
+    """The chance outcome of one backgammon move: the roll that starts the next turn, or none.
+
+    pgx's observation is the board (28 numbers) and the count of each die face the player to move
+    may still play (6). A move (``action = 6 * source + face``, source 0 the no-op) plays one die;
+    the turn passes when it played the last one or was the no-op, and then the opponent's dice
+    are rolled. The outcome is the roll as an unordered pair of faces, ``0..20`` in the order
+    (1,1), (1,2), ... (1,6), (2,2), ... (6,6), read off ``next_observation``'s counts (a double
+    shows one face four times); ``21`` (:data:`BACKGAMMON_NO_ROLL`) when the same player moves
+    again or the game ended. 22 outcomes.
+    """
+    dice = observation[28:34]
+    next_dice = next_observation[28:34]
+    turn_passes = (action // 6 == 0) | (dice.sum() <= 1)
+    faces = next_dice > 0
+    low = jnp.argmax(faces)
+    high = 5 - jnp.argmax(faces[::-1])
+    rolled = turn_passes & faces.any()
+    return jnp.where(rolled, jnp.asarray(_ROLL_INDEX)[low, high], BACKGAMMON_NO_ROLL).astype(
+        jnp.int32
+    )
+
+
+CHANCE_OUTCOMES = {
+    "2048": (32, game_2048_chance_outcome),
+    "backgammon": (22, backgammon_chance_outcome),
+}
 """The pgx games whose chance outcomes mz_jax can name: ``id -> (number of outcomes, function)``
 (:attr:`mz_jax.envs.base.Env.chance_outcome`)."""
 
