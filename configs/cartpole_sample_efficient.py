@@ -49,6 +49,12 @@ brought all three ablation seeds 100-102 to 475, the five sets scored 288, 290, 
 (259 on average against 273); 17 of 25 seeds reached 475 (median 2,512 steps), and 26 of 63 later
 evaluations stayed at 475 against 32 of 61. Not adopted.
 
+Each action held for two environment steps (``action_repeat=2``, frame skip as in MuZero's Atari
+agent; the discount then spans twice the steps, which could let the value see the cart drift to the
+end of the track), on seeds 400-404 (this preset: 306; 1,008, 1,008, 1,008, -, -): 241 (-, 4,000,
+3,520, -, 2,528) at half an update per environment step, 203 (-, -, -, 4,000, 3,520) with 32 updates
+per iteration to keep one. Not adopted.
+
 Tried on the version before, seeds 200-204 (the mean of every evaluation; that version: 286) and not
 adopted; those marked * were patched in for the test, not options: the hidden state without min-max
 scaling* (247); a residual dynamics MLP* (the state plus the MLP's output, as LightZero's
