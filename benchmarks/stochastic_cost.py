@@ -8,6 +8,16 @@ inputs, 156 actions, 32 outcomes): the jitted ``value_and_grad`` of ``make_loss_
 search (16 roots, 16 simulations) with each network and each policy (pUCT, Gumbel). Stochastic
 MuZero runs two network steps per transition (afterstate, then chance) and the encoder, so about
 twice the work is expected; the table says what it is.
+
+A search's time also depends on the shape of its tree: each simulation walks from the root down to
+a leaf and back, and each step scores all A children, so a tree that is one path 16 moves deep
+costs about 16 x 17 / 2 scoring steps where a tree one move deep costs 16. mctx's pUCT normalises
+the children's Q between the smallest and largest of the node's value and its visited children's;
+where the one visited child's Q is above the node's value it scores 1 and every unvisited child 0
+plus its prior term, 1.25 x 1/156 x sqrt(visits) for the backgammon-sized game. So an untrained
+MuZero network's pUCT tree can be a single path as deep as the simulations, while Stochastic
+MuZero's chance nodes, and Gumbel's Sequential Halving at the root, keep the tree shallow. The
+second table gives each tree's deepest path in moves: read a ratio of the first against it.
 """
 
 from __future__ import annotations
@@ -16,16 +26,20 @@ import argparse
 
 import jax
 import jax.numpy as jnp
+import mctx
 import numpy as np
 from common import machine_description, median_seconds, print_table
 
 from mz_jax import Batch, make_loss_fn, make_stochastic_loss_fn, search
 from mz_jax.mcts import SearchConfig
 from mz_jax.networks import mlp_network, stochastic_mlp_network
+from mz_jax.search_model import make_chance_fn, make_decision_fn, make_recurrent_fn, make_root_fn
+from mz_jax.stochastic_gumbel import gumbel_stochastic_muzero_policy
 
 GAMES = {"CartPole-sized": (4, 2, 4), "backgammon-sized": (34, 156, 32)}
 BATCH, K, ROOTS = 128, 5, 16
 POLICIES = ("muzero", "gumbel")
+MODEL = dict(discount=0.99, two_player=False)
 SIZES = dict(hidden_sizes=(64, 64), latent_size=64, value_support_size=10, reward_support_size=10)
 
 
@@ -51,7 +65,7 @@ def time_update_and_search(network, params, loss, batch, legal, *, repeats):
     roots, key = batch.observation[: legal.shape[0]], jax.random.key(0)
     times = [median_seconds(lambda: jax.block_until_ready(grad(params, batch)), repeats=repeats)]
     for policy in POLICIES:
-        config = SearchConfig(policy=policy, num_simulations=16, discount=0.99, two_player=False)
+        config = SearchConfig(policy=policy, num_simulations=16, **MODEL)
         act = jax.jit(lambda p, k, o, m, c=config: search(p, k, o, m, network=network, config=c))
         times.append(
             median_seconds(
@@ -62,8 +76,41 @@ def time_update_and_search(network, params, loss, batch, legal, *, repeats):
     return times
 
 
-def rows(repeats: int) -> list[list[str]]:
-    table = []
+def deepest_paths(network, params, roots, legal, *, stochastic: bool) -> list[float]:
+    """For each policy, the mean over roots of the search tree's deepest path in moves: edges for a
+    MuZero tree, edges into afterstates for a Stochastic MuZero tree (the edges into chance
+    outcomes are not moves).
+
+    :func:`mz_jax.search` returns no tree, so the tree is rebuilt here with mctx's policies over the
+    same model functions (``search_model``), its defaults for the rest (pUCT: mctx's Dirichlet
+    noise over all actions, here all legal; Gumbel: its completed-Q transform): the same shape of
+    tree as the timed search, not necessarily the same nodes.
+    """
+    root = make_root_fn(network)(params, None, roots)
+    if stochastic:
+        model = (make_decision_fn(network), make_chance_fn(network, **MODEL))
+        policies = (mctx.stochastic_muzero_policy, gumbel_stochastic_muzero_policy)
+    else:
+        model = (make_recurrent_fn(network, **MODEL),)
+        policies = (mctx.muzero_policy, mctx.gumbel_muzero_policy)
+    depths = []
+    for policy in policies:
+        output = policy(params, jax.random.key(0), root, *model, 16, invalid_actions=~legal)
+        parents = np.asarray(output.search_tree.parents)
+        if stochastic:
+            is_move = ~np.asarray(output.search_tree.embeddings.is_decision_node)
+        else:
+            is_move = np.ones(parents.shape, bool)
+        # Node i > 0 was expanded after its parent: one pass in index order gives every depth.
+        depth, rows = np.zeros(parents.shape, np.int64), np.arange(parents.shape[0])
+        for node in range(1, parents.shape[1]):
+            depth[:, node] = depth[rows, parents[:, node]] + is_move[:, node]
+        depths.append(float(depth.max(axis=1).mean()))
+    return depths
+
+
+def rows(repeats: int) -> tuple[list[list[str]], list[list[str]]]:
+    table, depth_table = [], []
     for game, (observation_size, num_actions, chance) in GAMES.items():
         common = dict(observation_shape=(observation_size,), num_actions=num_actions, **SIZES)
         muzero, muzero_init = mlp_network(**common)
@@ -71,19 +118,29 @@ def rows(repeats: int) -> list[list[str]]:
         batch = make_batch(observation_size, num_actions)
         legal = jnp.ones((ROOTS, num_actions), bool)
         times = {}
-        for name, network, init, loss in (
-            ("MuZero", muzero, muzero_init, make_loss_fn(muzero)),
-            ("Stochastic MuZero", stochastic, stochastic_init, make_stochastic_loss_fn(stochastic)),
+        for name, network, init, loss, is_stochastic in (
+            ("MuZero", muzero, muzero_init, make_loss_fn(muzero), False),
+            (
+                "Stochastic MuZero",
+                stochastic,
+                stochastic_init,
+                make_stochastic_loss_fn(stochastic),
+                True,
+            ),
         ):
             times[name] = time_update_and_search(
                 network, init(0), loss, batch, legal, repeats=repeats
             )
             table.append([game, name, *(f"{1e3 * t:.1f}" for t in times[name])])
+            depths = deepest_paths(
+                network, init(0), batch.observation[:ROOTS], legal, stochastic=is_stochastic
+            )
+            depth_table.append([game, name, *(f"{d:.1f}" for d in depths)])
         ratios = [
             st / mu for st, mu in zip(times["Stochastic MuZero"], times["MuZero"], strict=True)
         ]
         table.append([game, "ratio", *(f"{r:.2f}x" for r in ratios)])
-    return table
+    return table, depth_table
 
 
 def main() -> None:
@@ -92,10 +149,12 @@ def main() -> None:
     args = parser.parse_args()
     print(machine_description())
     print(f"batch {BATCH}, K = {K}; search: {ROOTS} roots, 16 simulations; MLP {SIZES}")
-    searches = [f"ms per search ({policy})" for policy in POLICIES]
+    table, depth_table = rows(repeats=3 if args.quick else 10)
     print_table(
-        ["game", "model", "ms per update", *searches], rows(repeats=3 if args.quick else 10)
+        ["game", "model", "ms per update", *(f"ms per search ({p})" for p in POLICIES)], table
     )
+    print("\nthe deepest path of each search tree, in moves (mean over the roots)")
+    print_table(["game", "model", *(f"deepest ({p})" for p in POLICIES)], depth_table)
 
 
 if __name__ == "__main__":
