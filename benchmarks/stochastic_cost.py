@@ -37,7 +37,7 @@ from mz_jax.search_model import make_chance_fn, make_decision_fn, make_recurrent
 from mz_jax.stochastic_gumbel import gumbel_stochastic_muzero_policy
 
 GAMES = {"CartPole-sized": (4, 2, 4), "backgammon-sized": (34, 156, 32)}
-BATCH, K, ROOTS = 128, 5, 16
+BATCH, K, ROOTS, SIMULATIONS = 128, 5, 16, 16
 POLICIES = ("muzero", "gumbel")
 MODEL = dict(discount=0.99, two_player=False)
 SIZES = dict(hidden_sizes=(64, 64), latent_size=64, value_support_size=10, reward_support_size=10)
@@ -65,7 +65,7 @@ def time_update_and_search(network, params, loss, batch, legal, *, repeats):
     roots, key = batch.observation[: legal.shape[0]], jax.random.key(0)
     times = [median_seconds(lambda: jax.block_until_ready(grad(params, batch)), repeats=repeats)]
     for policy in POLICIES:
-        config = SearchConfig(policy=policy, num_simulations=16, **MODEL)
+        config = SearchConfig(policy=policy, num_simulations=SIMULATIONS, **MODEL)
         act = jax.jit(lambda p, k, o, m, c=config: search(p, k, o, m, network=network, config=c))
         times.append(
             median_seconds(
@@ -95,7 +95,9 @@ def deepest_paths(network, params, roots, legal, *, stochastic: bool) -> list[fl
         policies = (mctx.muzero_policy, mctx.gumbel_muzero_policy)
     depths = []
     for policy in policies:
-        output = policy(params, jax.random.key(0), root, *model, 16, invalid_actions=~legal)
+        output = policy(
+            params, jax.random.key(0), root, *model, SIMULATIONS, invalid_actions=~legal
+        )
         parents = np.asarray(output.search_tree.parents)
         if stochastic:
             is_move = ~np.asarray(output.search_tree.embeddings.is_decision_node)
@@ -148,7 +150,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     args = parser.parse_args()
     print(machine_description())
-    print(f"batch {BATCH}, K = {K}; search: {ROOTS} roots, 16 simulations; MLP {SIZES}")
+    print(f"batch {BATCH}, K = {K}; search: {ROOTS} roots, {SIMULATIONS} simulations; MLP {SIZES}")
     table, depth_table = rows(repeats=3 if args.quick else 10)
     print_table(
         ["game", "model", "ms per update", *(f"ms per search ({p})" for p in POLICIES)], table
