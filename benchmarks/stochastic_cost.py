@@ -35,6 +35,7 @@ from mz_jax.mcts import SearchConfig
 from mz_jax.networks import mlp_network, stochastic_mlp_network
 from mz_jax.search_model import make_chance_fn, make_decision_fn, make_recurrent_fn, make_root_fn
 from mz_jax.stochastic_gumbel import gumbel_stochastic_muzero_policy
+from mz_jax.types import StochasticMuZeroNetwork
 
 GAMES = {"CartPole-sized": (4, 2, 4), "backgammon-sized": (34, 156, 32)}
 BATCH, K, ROOTS, SIMULATIONS = 128, 5, 16, 16
@@ -76,7 +77,7 @@ def time_update_and_search(network, params, loss, batch, legal, *, repeats):
     return times
 
 
-def deepest_paths(network, params, roots, legal, *, stochastic: bool) -> list[float]:
+def deepest_paths(network, params, roots, legal) -> list[float]:
     """For each policy, the mean over roots of the search tree's deepest path in moves: edges for a
     MuZero tree, edges into afterstates for a Stochastic MuZero tree (the edges into chance
     outcomes are not moves).
@@ -87,6 +88,7 @@ def deepest_paths(network, params, roots, legal, *, stochastic: bool) -> list[fl
     tree as the timed search, not necessarily the same nodes.
     """
     root = make_root_fn(network)(params, None, roots)
+    stochastic = isinstance(network, StochasticMuZeroNetwork)  # as mz_jax.search decides
     if stochastic:
         model = (make_decision_fn(network), make_chance_fn(network, **MODEL))
         policies = (mctx.stochastic_muzero_policy, gumbel_stochastic_muzero_policy)
@@ -120,23 +122,16 @@ def rows(repeats: int) -> tuple[list[list[str]], list[list[str]]]:
         batch = make_batch(observation_size, num_actions)
         legal = jnp.ones((ROOTS, num_actions), bool)
         times = {}
-        for name, network, init, loss, is_stochastic in (
-            ("MuZero", muzero, muzero_init, make_loss_fn(muzero), False),
-            (
-                "Stochastic MuZero",
-                stochastic,
-                stochastic_init,
-                make_stochastic_loss_fn(stochastic),
-                True,
-            ),
+        for name, network, init, loss in (
+            ("MuZero", muzero, muzero_init, make_loss_fn(muzero)),
+            ("Stochastic MuZero", stochastic, stochastic_init, make_stochastic_loss_fn(stochastic)),
         ):
+            params = init(0)
             times[name] = time_update_and_search(
-                network, init(0), loss, batch, legal, repeats=repeats
+                network, params, loss, batch, legal, repeats=repeats
             )
             table.append([game, name, *(f"{1e3 * t:.1f}" for t in times[name])])
-            depths = deepest_paths(
-                network, init(0), batch.observation[:ROOTS], legal, stochastic=is_stochastic
-            )
+            depths = deepest_paths(network, params, batch.observation[:ROOTS], legal)
             depth_table.append([game, name, *(f"{d:.1f}" for d in depths)])
         ratios = [
             st / mu for st, mu in zip(times["Stochastic MuZero"], times["MuZero"], strict=True)

@@ -28,13 +28,13 @@ first, 214 and 220 moving second): 0.893 against 0.883 on the same seeds, +0.010
 within what 500 games resolve. On the held-out seeds 40 and 41 (5,918 s, tests beside it for 23
 minutes) it won **0.860 and 0.806** (430 and 403; 219 and 207 of 250 moving first, 211 and 196
 moving second) against the preset's 0.852 and 0.834: 0.863 over the four seeds, the preset's own
-average. Not adopted. Trained on
-the dice themselves rather than learned codes (``--chance-codes environment``: the roll that starts
-the next turn or none, 22 outcomes; seeds 10 and 11, 1M steps, 5,705 s beside other runs) it won
-**0.884 and 0.842** of 500 games (442 and 421): 0.863 against 0.883 on the same seeds (held-out
-seeds 40 and 41: 0.864 and 0.804 against 0.852 and 0.834; 0.849 over four seeds against 0.863),
-and its model ranked moves no better (a rank correlation of +0.184 with the true one-ply values
-on seed 10; docs/stochastic_muzero.md). Not adopted. The rows below are 400k-step runs.
+average. Not adopted. Trained on the dice themselves rather than learned codes (``--chance-codes
+environment``: the roll that starts the next turn or none, 22 outcomes; seeds 10 and 11, 1M steps,
+5,705 s beside other runs) it won **0.884 and 0.842** of 500 games (442 and 421): 0.863 against
+0.883 on the same seeds (held-out seeds 40 and 41: 0.864 and 0.804 against 0.852 and 0.834; 0.849
+over four seeds against 0.863), and its model ranked moves no better (a rank correlation of +0.184
+with the true one-ply values on seed 10; docs/stochastic_muzero.md). Not adopted. The rows below
+are 400k-step runs.
 
 Measured on seeds 10 and 11 as one program (1,481 s on two CPU cores), then against the random
 player: 256 games, the seat as pgx draws it (``python benchmarks/one_ply.py --workdir RUN
