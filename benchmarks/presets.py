@@ -17,6 +17,9 @@ GPU or TPU, where ``training.py``'s CartPole MLP is too small to say anything ab
 ``--learner looped unrolled`` times each preset with ``TrainConfig.unroll_learner`` False and True
 (the default, ``config``, keeps the preset's own, resolved as training resolves it), so the effect of
 tracing the learner without loops is measured on one machine in one run.
+
+Progress goes to stderr, with each row as soon as it is measured, so a run cut short by a device's
+time limit keeps what it finished; the tables are printed at the end.
 """
 
 from __future__ import annotations
@@ -145,6 +148,15 @@ def main() -> None:
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    def log_rows(headers: list[str], rows: list[list[object]]) -> None:
+        # Each row as soon as it is measured: a run stopped by a time limit keeps what it finished
+        # (the tables below are printed only at the end).
+        for row in rows:
+            log(
+                "  done: "
+                + " | ".join(f"{h} {v}" for h, v in zip(headers[2:], row[2:], strict=True))
+            )
+
     print(machine_description())
     log("matmul peak ...")
     peak = training.matmul_peak()
@@ -157,9 +169,12 @@ def main() -> None:
     for name, config in configs:
         network = network_description(config)  # builds the environment: once per config
         log(f"{name} ({network}): learner update ...")
-        update += update_rows(name, network, config, args.batch_sizes, peak, args.repeats)
+        rows = update_rows(name, network, config, args.batch_sizes, peak, args.repeats)
+        log_rows(UPDATE_HEADERS, rows)
+        update += rows
         log(f"{name}: training iterations ...")
         loop.append(loop_row(name, network, config, args.iterations, args.blocks))
+        log_rows(LOOP_HEADERS, loop[-1:])
     print(
         f"\nLearner update (jitted, one device; median of {args.repeats}); float32 matmul peak "
         f"{peak.flops_per_second / 1e12:.1f} TFLOP/s (n = {peak.size}):"
