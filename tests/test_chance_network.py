@@ -104,7 +104,7 @@ def test_every_parameter_gets_a_gradient(built):
     leaves, treedef = jax.tree.flatten(params)
     rng = np.random.default_rng(3)
     params = treedef.unflatten([jnp.asarray(rng.normal(size=x.shape), jnp.float32) for x in leaves])
-    grads = jax.grad(scalar)(params)
+    grads = jax.jit(jax.grad(scalar))(params)
     flat = jax.tree_util.tree_flatten_with_path(grads)[0]
     for path, g in flat:
         assert np.all(np.isfinite(g)), path

@@ -3,6 +3,8 @@ fixes that came with them. Expected values are computed by hand or by numpy refe
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -85,8 +87,8 @@ def _consistency_by_hand(params, batch):
 
 def test_consistency_term_by_hand():
     network, params, batch = _linear_network(), _params(), _batch()
-    plain = make_loss_fn(network)
-    with_term = make_loss_fn(network, consistency_loss_weight=2.0)
+    plain = jax.jit(make_loss_fn(network))
+    with_term = jax.jit(make_loss_fn(network, consistency_loss_weight=2.0))
     loss_0, _ = plain(params, batch)
     loss_c, aux = with_term(params, batch)
     expected = _consistency_by_hand(params, batch)
@@ -99,7 +101,7 @@ def test_no_gradient_through_the_target_branch():
     network, params, batch = _linear_network(), _params(), _batch()
     loss_fn = make_loss_fn(network, consistency_loss_weight=1.0)
     # The stored observations of steps 1..K enter only through the target branch.
-    grad_obs = jax.grad(lambda obs: loss_fn(params, batch._replace(next_observation=obs))[0])(
+    grad_obs = jax.jit(jax.grad(lambda o: loss_fn(params, batch._replace(next_observation=o))[0]))(
         batch.next_observation
     )
     np.testing.assert_array_equal(grad_obs, 0.0)
@@ -122,8 +124,8 @@ def test_no_gradient_through_the_target_branch():
             hidden = 0.5 * hidden + 0.5 * jax.lax.stop_gradient(hidden)
         return jnp.mean(batch.weight * total)
 
-    got = jax.grad(lambda p: loss_fn(p, batch)[0])(params)
-    want = jax.grad(reference)(params)
+    got = jax.jit(jax.grad(lambda p: loss_fn(p, batch)[0]))(params)
+    want = jax.jit(jax.grad(reference))(params)
     for name in params:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-6, err_msg=name)
 
@@ -325,16 +327,19 @@ def test_reanalysed_policies_are_a_direct_search_with_the_given_params():
         policy=jnp.full((b, w, 2), -1.0),  # no search gives this
     )
     key = jax.random.key(5)
-    out = reanalyse.refresh_policies(
-        params, key, windows, network=network, search_config=config, num_unroll_steps=k, count=2
+    refresh = functools.partial(
+        reanalyse.refresh_policies,
+        network=network,
+        search_config=config,
+        num_unroll_steps=k,
+        count=2,
     )
-    direct = mcts.search(
+    out = jax.jit(refresh)(params, key, windows)
+    direct = jax.jit(functools.partial(mcts.search, network=network, config=config))(
         params,
         key,
         windows.observation[:2, : k + 1].reshape(-1, 2),
         windows.legal_action_mask[:2, : k + 1].reshape(-1, 2),
-        network=network,
-        config=config,
     )
     np.testing.assert_allclose(out.policy[:2, : k + 1].reshape(-1, 2), direct.policy, rtol=1e-6)
     np.testing.assert_array_equal(out.policy[:2, k + 1 :], -1.0)  # rows past K untouched

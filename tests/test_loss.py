@@ -1,5 +1,7 @@
 """The MuZero loss against an independent reference: a Python loop over examples and unroll steps."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -139,7 +141,9 @@ def test_loss_and_gradients_match_reference_loop(kwargs, unroll):
         unroll=unroll,
     )
     (loss, _), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, batch)
-    ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, batch, **kwargs)
+    # Jitted: the loop is traced once into one program (eagerly, every op compiles on its own).
+    reference = jax.jit(jax.value_and_grad(functools.partial(reference_loss, **kwargs)))
+    ref_loss, ref_grads = reference(params, batch)
     np.testing.assert_allclose(loss, ref_loss, rtol=1e-5)
     for name in params:
         np.testing.assert_allclose(grads[name], ref_grads[name], rtol=1e-4, atol=1e-6, err_msg=name)
@@ -150,13 +154,13 @@ def test_one_over_k_acts_on_the_gradient_only():
     params, batch = tiny_params(1), random_batch(1, batch_size=2, num_unroll_steps=4)
     batch = batch._replace(mask=jnp.ones_like(batch.mask))
     loss_fn = make_loss_fn(tiny_network())
-    loss, aux = loss_fn(params, batch)
+    loss, aux = jax.jit(loss_fn)(params, batch)
     np.testing.assert_allclose(
         loss, aux.losses["value"] + aux.losses["reward"] + aux.losses["policy"], rtol=1e-6
     )
     # Only step 2 counts: its gradient w.r.t. the prediction heads is 1/K of the unscaled one.
     only_step_2 = batch._replace(mask=jnp.zeros_like(batch.mask).at[:, 2].set(1.0))
-    grads = jax.grad(lambda p: loss_fn(p, only_step_2)[0])(params)
+    grads = jax.jit(jax.grad(lambda p: loss_fn(p, only_step_2)[0]))(params)
 
     def unscaled(p):  # the same step written without any gradient scaling
         net = tiny_network()
@@ -171,7 +175,7 @@ def test_one_over_k_acts_on_the_gradient_only():
         return total / 2
 
     np.testing.assert_allclose(
-        grads["value"], jax.grad(unscaled)(params)["value"] / 4, rtol=1e-4, atol=1e-7
+        grads["value"], jax.jit(jax.grad(unscaled))(params)["value"] / 4, rtol=1e-4, atol=1e-7
     )
 
 
@@ -202,14 +206,14 @@ def test_priority_is_decoded_value_error_at_step_zero():
 
 def test_remat_and_vmap_give_the_same_result():
     params, batch = tiny_params(4), random_batch(4, batch_size=3, num_unroll_steps=3)
-    plain = jax.value_and_grad(make_loss_fn(tiny_network()), has_aux=True)(params, batch)
-    remat = jax.value_and_grad(make_loss_fn(tiny_network(), remat=True), has_aux=True)(
+    plain = jax.jit(jax.value_and_grad(make_loss_fn(tiny_network()), has_aux=True))(params, batch)
+    remat = jax.jit(jax.value_and_grad(make_loss_fn(tiny_network(), remat=True), has_aux=True))(
         params, batch
     )
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6), plain, remat)
     # vmap over an ensemble of two parameter sets.
     ensemble = jax.tree.map(lambda a, b: jnp.stack([a, b]), params, tiny_params(5))
-    losses, _ = jax.vmap(make_loss_fn(tiny_network()), in_axes=(0, None))(ensemble, batch)
+    losses, _ = jax.jit(jax.vmap(make_loss_fn(tiny_network()), in_axes=(0, None)))(ensemble, batch)
     np.testing.assert_allclose(losses[0], plain[0][0], rtol=1e-6)
 
 

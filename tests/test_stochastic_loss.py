@@ -5,6 +5,8 @@ the pseudocode's formula, and encodes targets with textbook formulas; it shares 
 ``mz_jax.stochastic`` or ``mz_jax.loss``.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -198,7 +200,9 @@ def test_loss_and_gradients_match_reference_loop(kwargs, observation_mask, unrol
         unroll=unroll,
     )
     (loss, aux), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, batch)
-    ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, batch, **kwargs)
+    # Jitted: the loop is traced once into one program (eagerly, every op compiles on its own).
+    reference = jax.jit(jax.value_and_grad(functools.partial(reference_loss, **kwargs)))
+    ref_loss, ref_grads = reference(params, batch)
     np.testing.assert_allclose(loss, ref_loss, rtol=1e-5)
     for name in params:
         np.testing.assert_allclose(grads[name], ref_grads[name], rtol=1e-4, atol=1e-6, err_msg=name)
@@ -281,7 +285,8 @@ def test_masked_out_chance_steps_do_not_train_the_encoder():
     batch = batch._replace(
         mask=batch.mask.at[:, 1:].set(0.0), observation_mask=jnp.zeros_like(batch.observation_mask)
     )
-    grads = jax.grad(lambda p: make_stochastic_loss_fn(tiny_network())(p, batch)[0])(tiny_params())
+    loss_fn = make_stochastic_loss_fn(tiny_network())
+    grads = jax.jit(jax.grad(lambda p: loss_fn(p, batch)[0]))(tiny_params())
     np.testing.assert_array_equal(grads["encoder"], 0.0)
     assert np.abs(np.asarray(grads["q"])).sum() > 0  # Q of step 0 follows a real action
 
@@ -295,8 +300,10 @@ def test_code_usage_is_the_entropy_of_the_mean_code_and_enters_the_loss_as_a_bon
     np.testing.assert_allclose(code_usage_entropy(soft, mask), np.log(3.0), rtol=1e-6)
     np.testing.assert_allclose(code_usage_entropy(soft[:1, :1], mask[:1, :1]), 0.0, atol=1e-6)
     params, batch = tiny_params(), random_batch(2, 3, 2)
-    plain, aux = make_stochastic_loss_fn(tiny_network())(params, batch)
-    bonus, _ = make_stochastic_loss_fn(tiny_network(), code_usage_weight=0.5)(params, batch)
+    plain, aux = jax.jit(make_stochastic_loss_fn(tiny_network()))(params, batch)
+    bonus, _ = jax.jit(make_stochastic_loss_fn(tiny_network(), code_usage_weight=0.5))(
+        params, batch
+    )
     np.testing.assert_allclose(bonus, plain - 0.5 * aux.losses["code_usage"], rtol=1e-6)
     assert 0.0 <= float(aux.losses["code_usage"]) <= np.log(CHANCE) + 1e-6
 
@@ -323,7 +330,9 @@ def test_environment_outcomes_replace_the_encoder_codes(unroll):
     )
     (loss, aux), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, batch)
     kwargs = {"value_weight": 0.5, "beta": 0.7, "outcome": toy_outcome}
-    ref_loss, ref_grads = jax.value_and_grad(reference_loss)(params, batch, **kwargs)
+    # Jitted: the loop is traced once into one program (eagerly, every op compiles on its own).
+    reference = jax.jit(jax.value_and_grad(functools.partial(reference_loss, **kwargs)))
+    ref_loss, ref_grads = reference(params, batch)
     np.testing.assert_allclose(loss, ref_loss, rtol=1e-5)
     for name in params:
         np.testing.assert_allclose(grads[name], ref_grads[name], rtol=1e-4, atol=1e-6, err_msg=name)

@@ -4,6 +4,8 @@ learning rate is the one applied, and one rule checks a field wherever it appear
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -144,7 +146,8 @@ def test_a_direct_search_needs_the_derived_fields_set():
     with pytest.raises(ValueError, match=r"SearchConfig\.discount is None"):
         search(*args, network=network, config=SearchConfig(num_simulations=2))
     config = SearchConfig(num_simulations=2, discount=0.9, two_player=False)
-    assert search(*args, network=network, config=config).action.shape == (1,)
+    direct = jax.jit(functools.partial(search, network=network, config=config))
+    assert direct(*args).action.shape == (1,)
 
 
 @pytest.mark.parametrize(

@@ -150,8 +150,8 @@ def test_the_loss_adds_the_turn_cross_entropy():
         observation_mask=jnp.asarray([[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]),
         target_same_player=jnp.asarray([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
     )
-    loss, aux = make_loss_fn(network)(params, batch)
-    without, _ = make_loss_fn(network._replace(turn_logits=None))(params, batch)
+    loss, aux = jax.jit(make_loss_fn(network))(params, batch)
+    without, _ = jax.jit(make_loss_fn(network._replace(turn_logits=None)))(params, batch)
     # By hand: the unrolled states along the actions, their turn logits, the masked cross-entropy.
     _, hidden = network.initial_inference(params, batch.observation)
     expected = 0.0
