@@ -253,15 +253,33 @@ def run_init(components: Components) -> Callable[[int | Array], RunState]:
     init = functools.partial(iteration_lib.init, components)
     num_seeds = components.config.num_seeds
     if num_seeds == 1:
-        return init
-    return lambda seed: jax.vmap(init)(seed + jnp.arange(num_seeds))
+        return lambda seed: definite_dtypes(init(seed))
+    return lambda seed: definite_dtypes(jax.vmap(init)(seed + jnp.arange(num_seeds)))
+
+
+def definite_dtypes(tree: Any) -> Any:
+    """``tree`` without weakly typed leaves. An environment's state may hold one (gymnax's
+    ``time = 0``), which a checkpoint restores strongly typed: the step of a resumed run would then
+    be another program, compiled again and cached under another key."""
+
+    def definite(x: Array) -> Array:
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return x
+        return jax.lax.convert_element_type(x, x.dtype)  # weak_type=False
+
+    return jax.tree.map(definite, tree)
 
 
 def _iterations(
     one_iteration: Callable, state: RunState, *, num_iterations: int
 ) -> tuple[RunState, IterationMetrics]:
     """``num_iterations`` iterations; metrics stacked along a new leading axis."""
-    if num_iterations == 1:
+
+    def one(state: RunState) -> tuple[RunState, IterationMetrics]:
         state, metrics = one_iteration(state)
+        return definite_dtypes(state), metrics
+
+    if num_iterations == 1:
+        state, metrics = one(state)
         return state, jax.tree.map(lambda x: x[None], metrics)
-    return jax.lax.scan(lambda s, _: one_iteration(s), state, None, length=num_iterations)
+    return jax.lax.scan(lambda s, _: one(s), state, None, length=num_iterations)

@@ -52,6 +52,26 @@ def _run(config: TrainConfig, calls: int, *, pmap: bool = False):
     return _plain(state), stacked
 
 
+def test_a_restored_state_lowers_to_the_program_of_a_fresh_one():
+    # gymnax's CartPole state starts with a weakly typed `time = 0`, and a checkpoint restores every
+    # leaf strongly typed (as numpy arrays are). Were the types to differ, a resumed run's step
+    # would be a second program: compiled again, and cached under another key.
+    trainer = make_train(CONFIG, devices=jax.devices()[:1])
+    state = trainer.init(0)
+    restored = jax.tree.map(
+        lambda x: (
+            x
+            if jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+            else jax.device_put(np.asarray(x), x.sharding)
+        ),
+        state,
+    )
+    assert trainer.step.lower(state).as_text() == trainer.step.lower(restored).as_text()
+    after, _ = jax.eval_shape(trainer.step, state)
+    paths = jax.tree_util.tree_leaves_with_path(after)
+    assert not [jax.tree_util.keystr(path) for path, x in paths if x.weak_type]
+
+
 def test_n_iterations_per_call_equal_n_calls_of_one():
     # Windows of K + td + 1 = 5 steps: updates start in the third iteration, so both the skip and
     # the learn branch run inside the scan.
