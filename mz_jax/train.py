@@ -253,11 +253,11 @@ def run_init(components: Components) -> Callable[[int | Array], RunState]:
     init = functools.partial(iteration_lib.init, components)
     num_seeds = components.config.num_seeds
     if num_seeds == 1:
-        return lambda seed: definite_dtypes(init(seed))
-    return lambda seed: definite_dtypes(jax.vmap(init)(seed + jnp.arange(num_seeds)))
+        return lambda seed: _definite_dtypes(init(seed))
+    return lambda seed: _definite_dtypes(jax.vmap(init)(seed + jnp.arange(num_seeds)))
 
 
-def definite_dtypes(tree: Any) -> Any:
+def _definite_dtypes(tree: Any) -> Any:
     """``tree`` without weakly typed leaves. An environment's state may hold one (gymnax's
     ``time = 0``), which a checkpoint restores strongly typed: the step of a resumed run would then
     be another program, compiled again and cached under another key."""
@@ -277,7 +277,7 @@ def _iterations(
 
     def one(state: RunState) -> tuple[RunState, IterationMetrics]:
         state, metrics = one_iteration(state)
-        return definite_dtypes(state), metrics
+        return _definite_dtypes(state), metrics
 
     if num_iterations == 1:
         state, metrics = one(state)
