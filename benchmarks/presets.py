@@ -173,8 +173,9 @@ def main() -> None:
         log_rows(UPDATE_HEADERS, rows)
         update += rows
         log(f"{name}: training iterations ...")
-        loop.append(loop_row(name, network, config, args.iterations, args.blocks))
-        log_rows(LOOP_HEADERS, loop[-1:])
+        row = loop_row(name, network, config, args.iterations, args.blocks)
+        log_rows(LOOP_HEADERS, [row])
+        loop.append(row)
     print(
         f"\nLearner update (jitted, one device; median of {args.repeats}); float32 matmul peak "
         f"{peak.flops_per_second / 1e12:.1f} TFLOP/s (n = {peak.size}):"

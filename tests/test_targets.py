@@ -397,7 +397,6 @@ def test_refresh_values_replaces_every_row_and_passes_no_gradient():
     )
 
     # No gradient reaches the parameters through a target.
-    @jax.jit
     def total(p):
         return jnp.sum(refresh(p, windows).root_value)
 
