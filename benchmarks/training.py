@@ -109,19 +109,19 @@ class UpdateTiming(NamedTuple):
 def synthetic_batch(
     config: TrainConfig, observation_shape, num_actions: int, seed: int = 0
 ) -> Batch:
-    """A batch of the shapes the preset trains on, with plausible CartPole values (and the next
-    observations where the loss reads them)."""
+    """A batch of the shapes the preset trains on, with plausible values (and the next
+    observations where the loss reads them): returns up to the discount's horizon, or up to 1
+    where the discount is 1 (the board games' end-of-game +1/-1)."""
     rng = np.random.default_rng(seed)
     b, k = config.batch_size, config.num_unroll_steps
+    value_max = 1 / (1 - config.discount) if config.discount < 1 else 1.0
     next_observation = None
     if config.uses_next_observation:
         next_observation = jnp.asarray(rng.normal(size=(b, k, *observation_shape)), jnp.float32)
     return Batch(
         observation=jnp.asarray(rng.normal(size=(b, *observation_shape)), jnp.float32),
         actions=jnp.asarray(rng.integers(0, num_actions, size=(b, k)), jnp.int32),
-        target_value=jnp.asarray(
-            rng.uniform(0, 1 / (1 - config.discount), (b, k + 1)), jnp.float32
-        ),
+        target_value=jnp.asarray(rng.uniform(0, value_max, (b, k + 1)), jnp.float32),
         target_reward=jnp.ones((b, k + 1), jnp.float32),
         target_policy=jnp.asarray(rng.dirichlet(np.ones(num_actions), (b, k + 1)), jnp.float32),
         mask=jnp.ones((b, k + 1), jnp.float32),
