@@ -5,8 +5,9 @@ On one H100, seeds 23-24 as one program ended their 1M steps at greedy returns o
 (491 s in all; mean evaluations 6.2, 11.4, 16.2 and 47.3 at 250k, 500k, 750k and 1M steps), both
 at or past gymnax's PPO checkpoint (28, trained on 10M steps); seeds 20-22 reached 7.5, 4.1 and 3.0
 at 200k steps. With ``--env`` set to the other MinAtar games (seed 40, one H100, stopped part-way)
-it reached greedy returns of 5.0 on Asterix at 500k steps, 21.2 on Freeway and 47.0 on
-SpaceInvaders at 250k, a third of the way from random to PPO on each (benchmarks/RESULTS-gpu.md).
+it reached greedy returns of 21.2 on Freeway and 47.0 on SpaceInvaders at 250k, a third of the
+way from random to PPO on each; on one H200, Asterix's seeds 60-61 ended their 1M steps at 10.5 and
+24.4 (PPO 15; 488 s in all). benchmarks/RESULTS-gpu.md has the tables.
 The README has the commands. On two CPU cores
 1M steps take about 9 hours (7.9 s per iteration of 256 environment steps with the machine to
 itself; 58 s before the learner was traced as straight-line code, ``TrainConfig.unroll_learner``).
