@@ -33,7 +33,9 @@ from mz_jax.train import make_train
 from mz_jax.workdir import read_metrics
 
 WORKER = Path(__file__).parent / "_crash_worker.py"
-ITERATIONS = 12  # of the kill test
+# Of every run in this file: the kill test's processes and the in-process runs train one program,
+# so whichever comes first leaves it in the session's compilation cache for the others.
+ITERATIONS = 12
 # The replay can sample a window of K + td + 1 = 4 steps once each stream holds 4: after two
 # rollouts of 2 steps, so every iteration from the second on makes one update.
 FIRST_UPDATE_ITERATION = math.ceil(4 / _crash_worker.ROLLOUT_LENGTH)
@@ -44,6 +46,11 @@ FIRST_UPDATE_ITERATION = math.ceil(4 / _crash_worker.ROLLOUT_LENGTH)
 
 
 def _start(workdir: Path, log: Path, cache: Path, *extra: str) -> subprocess.Popen:
+    """Starts the worker, with the session's compilation cache (tests/conftest.py) if it has one,
+    else ``cache``."""
+    session_cache = os.environ.get("MZ_JAX_COMPILATION_CACHE", "off")
+    if session_cache.lower() != "off":
+        cache = Path(session_cache)
     command = [sys.executable, str(WORKER), str(workdir), str(ITERATIONS), "--cache", str(cache)]
     with open(log, "w") as out:
         return subprocess.Popen([*command, *extra], stdout=out, stderr=subprocess.STDOUT)
@@ -154,17 +161,15 @@ def test_killed_run_resumes_bit_identically(tmp_path):
 # ---------------------------------------------------------------------------------------------------
 # In-process runs on one shared compiled trainer, with faults injected between iterations
 
-IN_PROCESS_ITERATIONS = 8
-
 
 @pytest.fixture(scope="session")  # (not "module": xdist may interleave other modules' tests)
 def shared_trainer():
     """One compiled trainer for the in-process runs (they differ only in host-side settings)."""
-    return make_train(_crash_worker.tiny_config(IN_PROCESS_ITERATIONS))
+    return make_train(_crash_worker.tiny_config(ITERATIONS))
 
 
 def _host_side_config(**changes) -> TrainConfig:
-    return _crash_worker.tiny_config(IN_PROCESS_ITERATIONS).replace(**changes)
+    return _crash_worker.tiny_config(ITERATIONS).replace(**changes)
 
 
 @pytest.fixture
@@ -238,11 +243,11 @@ def test_sigterm_saves_and_stops_then_the_same_call_carries_on(tmp_path, use_tra
     use_trainer()
     summary = run.run_training(config, tmp_path)
     assert not summary["stopped_by_signal"]
-    assert summary["iterations"] == IN_PROCESS_ITERATIONS
+    assert summary["iterations"] == ITERATIONS
     assert "resumed from checkpoint 3 " in capsys.readouterr().out
-    assert _checkpoints(tmp_path) == [3, IN_PROCESS_ITERATIONS]
+    assert _checkpoints(tmp_path) == [3, ITERATIONS]
     records = read_metrics(tmp_path)
-    assert [r["env_steps"] // 8 for r in records] == list(range(1, IN_PROCESS_ITERATIONS + 1))
+    assert [r["env_steps"] // 8 for r in records] == list(range(1, ITERATIONS + 1))
 
 
 def test_every_multiple_of_keep_checkpoint_every_is_saved_and_kept(tmp_path, use_trainer):
@@ -252,7 +257,7 @@ def test_every_multiple_of_keep_checkpoint_every_is_saved_and_kept(tmp_path, use
     )
     use_trainer()
     run.run_training(config, tmp_path)
-    assert _checkpoints(tmp_path) == [3, 6, IN_PROCESS_ITERATIONS]
+    assert _checkpoints(tmp_path) == [3, 6, 9, 12]
 
 
 def test_second_signal_stops_at_once(tmp_path, use_trainer):

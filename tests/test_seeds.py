@@ -3,33 +3,18 @@
 import jax
 import numpy as np
 import pytest
+from _tiny import CARTPOLE, NUM_SEEDS
 
 from mz_jax import run
 from mz_jax.agent import Agent
-from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.mcts import SearchConfig
+from mz_jax.suite import SuiteEntry, entry_config
 from mz_jax.train import make_train
 from mz_jax.workdir import read_metrics
 
-CONFIG = TrainConfig(
-    env="gymnax:CartPole-v1",
-    seed=3,
-    num_envs=4,
-    rollout_length=4,
-    batch_size=8,
-    updates_per_iteration=2,
-    num_unroll_steps=3,
-    td_steps=3,
-    replay_capacity=400,
-    warmup_updates=0,
-    network=NetworkConfig(hidden_sizes=(16,), latent_size=8),
-    search=SearchConfig(num_simulations=4),
-    eval_episodes=4,
-    eval_max_steps=40,
-    log_every_seconds=0.0,
-    checkpoint_every_seconds=1e9,
-)
-ITERATIONS = 5
+# Seeds and data parallelism together: every device.
+CONFIG = entry_config(SuiteEntry("gymnax:CartPole-v1", overrides=CARTPOLE), num_seeds=1, seed=3)
+CONFIG = CONFIG.replace(log_every_seconds=0.0, checkpoint_every_seconds=1e9)
+ITERATIONS = 4  # 64 env steps, the run's total
 TOLERANCE = 1e-5
 
 
@@ -43,9 +28,8 @@ def _max_difference(a, b) -> float:
 
 
 def test_each_run_of_a_vmapped_run_is_the_run_of_its_seed():
-    devices = jax.devices()[:2]  # seeds and data parallelism together
-    num_seeds = 3
-    vmapped = make_train(CONFIG.replace(num_seeds=num_seeds), devices=devices)
+    num_seeds = NUM_SEEDS
+    vmapped = make_train(CONFIG.replace(num_seeds=num_seeds))
     state = vmapped.init(CONFIG.seed)
     assert state.iteration.shape == (num_seeds,)
     all_metrics = []
@@ -55,7 +39,7 @@ def test_each_run_of_a_vmapped_run_is_the_run_of_its_seed():
     state = jax.device_get(state)
     assert all_metrics[-1]["loss"]["total"].shape == (1, num_seeds)  # [iterations, seeds]
 
-    single = make_train(CONFIG, devices=devices)
+    single = make_train(CONFIG)
     final_params = []
     for i in range(num_seeds):
         plain = single.init(CONFIG.seed + i)
@@ -95,25 +79,27 @@ def test_each_run_of_a_vmapped_run_is_the_run_of_its_seed():
 
 
 def test_multi_seed_run_logs_every_seed_and_restores_each(tmp_path):
-    config = CONFIG.replace(total_env_steps=64, eval_every_env_steps=32, num_seeds=2)
+    config = CONFIG.replace(num_seeds=NUM_SEEDS)
+    seeds = [3, 4, 5]
     summary = run.run_training(config, tmp_path / "seeds")
-    assert len(summary["eval_returns"]) == 2
+    assert len(summary["eval_returns"]) == NUM_SEEDS
     assert summary["eval_return"] == pytest.approx(np.mean(summary["eval_returns"]))
     records = read_metrics(tmp_path / "seeds")
-    assert {r["seed"] for r in records} == {3, 4}
+    assert {r["seed"] for r in records} == set(seeds)
     evaluations = {
         seed: [r["env_steps"] for r in records if r["seed"] == seed and "eval/episode_return" in r]
-        for seed in (3, 4)
+        for seed in seeds
     }
-    assert evaluations[3] == evaluations[4] == [32, 64]  # no second evaluation at the end
+    for seed in seeds:
+        assert evaluations[seed] == [32, 64]  # no second evaluation at the end
     last = {
         r["seed"]: r["eval/episode_return"]
         for r in records
         if "eval/episode_return" in r and r["env_steps"] == 64
     }
-    assert [last[3], last[4]] == summary["eval_returns"]
+    assert [last[seed] for seed in seeds] == summary["eval_returns"]
 
-    # The run of seed 4 alone: the same parameters as run 1 of the two-seed run.
+    # The run of seed 4 alone: the same parameters as run 1 of the three-seed run.
     run.run_training(config.replace(seed=4, num_seeds=1), tmp_path / "alone")
     agent = Agent.restore(tmp_path / "seeds", seed_index=1)
     alone = Agent.restore(tmp_path / "alone")
@@ -123,8 +109,8 @@ def test_multi_seed_run_logs_every_seed_and_restores_each(tmp_path):
     alone_records = [r for r in read_metrics(tmp_path / "alone") if "eval/episode_return" in r]
     assert alone_records[-1]["eval/episode_return"] == pytest.approx(last[4], abs=1e-3)
 
-    with pytest.raises(ValueError, match=r"seed_index 2 is invalid.*\[0, 1\]"):
-        Agent.restore(tmp_path / "seeds", seed_index=2)
+    with pytest.raises(ValueError, match=r"seed_index 3 is invalid.*\[0, 2\]"):
+        Agent.restore(tmp_path / "seeds", seed_index=3)
 
 
 @pytest.mark.parametrize(

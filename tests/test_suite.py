@@ -8,6 +8,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from _tiny import CARTPOLE, NUM_SEEDS
 
 from mz_jax import cli, suite, suite_opponent
 from mz_jax import workdir as workdir_lib
@@ -31,6 +32,7 @@ TINY = {
     "network.latent_size": 8,
     "search.num_simulations": 4,
 }
+TINY_CARTPOLE = {**CARTPOLE, "log_every_seconds": 1000.0}
 
 
 def _toml_value(value):
@@ -42,7 +44,9 @@ def _toml_value(value):
 def _write_suite(path, entries):
     lines = []
     for env, preset, overrides in entries:
-        lines += ["[[environment]]", f"env = {json.dumps(env)}", f"preset = {json.dumps(preset)}"]
+        lines += ["[[environment]]", f"env = {json.dumps(env)}"]
+        if preset is not None:
+            lines.append(f"preset = {json.dumps(preset)}")
         items = ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in overrides.items())
         lines.append(f"overrides = {{ {items} }}")
     path.write_text("\n".join(lines) + "\n")
@@ -146,10 +150,11 @@ def _evaluations(metrics_path):
 
 
 def test_suite_runs_every_environment_with_its_seeds_and_resumes(tmp_path, capsys):
+    # CartPole is the run tests/test_seeds.py trains (tests/_tiny.py): the same programs.
     suite = _write_suite(
         tmp_path / "tiny.toml",
         [
-            ("gymnax:CartPole-v1", "cartpole", TINY),
+            ("gymnax:CartPole-v1", None, TINY_CARTPOLE),
             ("gymnax:Catch-bsuite", "catch", {**TINY, "eval_max_steps": 20}),
         ],
     )
@@ -159,7 +164,7 @@ def test_suite_runs_every_environment_with_its_seeds_and_resumes(tmp_path, capsy
         "--suite",
         str(suite),
         "--seeds",
-        "2",
+        str(NUM_SEEDS),
         "--seed",
         "7",
         "--workdir",
@@ -167,12 +172,12 @@ def test_suite_runs_every_environment_with_its_seeds_and_resumes(tmp_path, capsy
     ]
     assert cli.main([*argv, "--env-steps", "64"]) == 0
     results = json.loads((workdir / "results.json").read_text())
-    assert results["seeds"] == [7, 8]
+    assert results["seeds"] == [7, 8, 9]
     assert list(results["environments"]) == ["gymnax:CartPole-v1", "gymnax:Catch-bsuite"]
     for record in results["environments"].values():
         assert record["done"] and record["env_steps"] == 64
         evaluations = _evaluations(workdir / record["workdir"] / "metrics.jsonl")
-        assert sorted(evaluations) == [7, 8]
+        assert sorted(evaluations) == [7, 8, 9]
         for row in record["seeds"]:
             points = evaluations[row["seed"]]
             assert [steps for steps, _ in points] == [32, 64]
@@ -208,7 +213,7 @@ def test_suite_runs_every_environment_with_its_seeds_and_resumes(tmp_path, capsy
     _write_suite(
         suite,
         [
-            ("gymnax:CartPole-v1", "cartpole", {**TINY, "td_steps": 2}),
+            ("gymnax:CartPole-v1", None, {**TINY_CARTPOLE, "td_steps": 2}),
             ("gymnax:Catch-bsuite", "catch", {**TINY, "eval_max_steps": 20}),
         ],
     )
@@ -220,7 +225,7 @@ def test_suite_runs_every_environment_with_its_seeds_and_resumes(tmp_path, capsy
     _write_suite(
         suite,
         [
-            ("gymnax:CartPole-v1", "cartpole", {**TINY, "log_every_seconds": 500.0}),
+            ("gymnax:CartPole-v1", None, {**TINY_CARTPOLE, "log_every_seconds": 500.0}),
             ("gymnax:Catch-bsuite", "catch", {**TINY, "eval_max_steps": 20}),
         ],
     )
