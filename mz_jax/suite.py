@@ -89,7 +89,7 @@ class SuiteEntry(NamedTuple):
 # entry_config sets these for every entry; an override of them is refused, not ignored.
 _SET_BY_THE_SUITE = frozenset({"env", "seed", "num_seeds"})
 
-# The MLP preset: the ResNet one (breakout_minatar) is for an accelerator (a suite file can name it).
+# The MLP preset: the ResNet one (breakout_minatar) is for an accelerator (configs/minatar_resnet.toml).
 _MINATAR = {"preset": "breakout_minatar_mlp", "overrides": {"eval_max_steps": 2_500}}
 
 SUITES: dict[str, tuple[SuiteEntry, ...]] = {

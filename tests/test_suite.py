@@ -264,6 +264,21 @@ def test_the_stochastic_suite_file_trains_each_game_with_its_preset():
     assert (entries[1].opponent, entries[1].opponent_episodes) == ("random", 500)
 
 
+def test_the_minatar_resnet_suite_file_trains_every_minatar_game_with_the_resnet_preset():
+    path = Path(__file__).parent.parent / "configs" / "minatar_resnet.toml"
+    entries = load_suite(path)
+    games = ["Asterix", "Breakout", "Freeway", "SpaceInvaders"]
+    assert [entry.env for entry in entries] == [f"gymnax:{game}-MinAtar" for game in games]
+    for entry in entries:
+        config = entry_config(entry, num_seeds=3)
+        assert entry.preset == "breakout_minatar" and config.network.kind == "resnet"
+        # The GPU runs' settings; Freeway's episodes last 2,500 steps.
+        assert config.unroll_learner is False
+        assert (config.eval_every_env_steps, config.eval_episodes) == (250_000, 16)
+        assert config.eval_max_steps == 2_500
+        assert config.total_env_steps == 1_000_000
+
+
 # ---------------------------------------------------------------------------------------------------
 # Opponents: board games play one after training (suite_opponent.play_opponent).
 
