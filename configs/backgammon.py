@@ -12,29 +12,30 @@ the uniformly random player, 32 games with the agent in each seat half the time;
 Over 1M steps (seeds 10 and 11 as one program, 5,517 s on two CPU cores beside other runs) it won
 **0.872 and 0.894** of 500 games against the random player, each seat in half of them (436 and 447;
 seed 11 226 of 250 moving first, 221 moving second), against 0.812 and 0.846 after 400k steps, the
-preset's length before: 0.883 on average, closer to the target (0.90) than any change below. On
-the held-out seeds 40 and 41 (4,222 s, stopped once and resumed) it won **0.852 and 0.834** (426
-and 417; 218 and 212 of 250 moving first, 208 and 205 moving second), against 0.770 and 0.790 at
-400k: 0.863 over the four seeds, against 0.805 at 400k. At weight 0.25 the longer run had gained
-too (below). Twice as long again (``--total-env-steps 2000000``, the learning rate decayed over the
-2M steps; seeds 10 and 11, 8,391 s, a CI run beside it from 290k to 450k steps) it won **0.902 and
+preset's length before: 0.883 on average, closer to the target (0.90) than any change below. On the
+held-out seeds 40 and 41 (4,222 s, stopped once and resumed) it won **0.852 and 0.834** (426 and
+417; 218 and 212 of 250 moving first, 208 and 205 moving second), against 0.770 and 0.790 at 400k:
+0.863 over the four seeds, against 0.805 at 400k. At weight 0.25 the longer run had gained too
+(below). Twice as long again (``--total-env-steps 2000000``, the learning rate decayed over the 2M
+steps; seeds 10 and 11, 8,391 s, a CI run beside it from 290k to 450k steps) it won **0.902 and
 0.878** of 500 games (451 and 439; 235 and 223 of 250 moving first, 216 and 216 moving second):
-0.890 against 0.883 at 1M, +0.030 on one seed and -0.016 on the other, within what 500 games
-resolve (a standard error of about 0.014 a seed at these rates). The gain from more games has
-flattened, so the preset stays at 1M steps. A learning rate of 1e-3 rather than 3e-3
-(``--learning-rate 1e-3``, seeds 10 and 11, 1M steps, 4,748 s, tests and a 2048 probe beside it for
-part of the run) won **0.882 and 0.904** of 500 games (441 and 452; 227 and 232 of 250 moving
-first, 214 and 220 moving second): 0.893 against 0.883 on the same seeds, +0.010 and +0.010, again
-within what 500 games resolve. On the held-out seeds 40 and 41 (5,918 s, tests beside it for 23
-minutes) it won **0.860 and 0.806** (430 and 403; 219 and 207 of 250 moving first, 211 and 196
-moving second) against the preset's 0.852 and 0.834: 0.863 over the four seeds, the preset's own
-average. Not adopted. Trained on the dice themselves rather than learned codes (``--chance-codes
-environment``: the roll that starts the next turn or none, 22 outcomes; seeds 10 and 11, 1M steps,
-5,705 s beside other runs) it won **0.884 and 0.842** of 500 games (442 and 421): 0.863 against
-0.883 on the same seeds (held-out seeds 40 and 41: 0.864 and 0.804 against 0.852 and 0.834; 0.849
-over four seeds against 0.863), and its model ranked moves no better (a rank correlation of +0.184
-with the true one-ply values on seed 10; docs/stochastic_muzero.md). Not adopted. The rows below
-are 400k-step runs.
+0.890 against 0.883 at 1M, +0.030 on one seed and -0.016 on the other, within what 500 games resolve
+(a standard error of about 0.014 a seed at these rates). The gain from more games has flattened, so
+the preset stays at 1M steps. A learning rate of 1e-3 rather than 3e-3 (``--learning-rate 1e-3``,
+seeds 10 and 11, 1M steps, 4,748 s, tests and a 2048 probe beside it for part of the run) won
+**0.882 and 0.904** of 500 games (441 and 452; 227 and 232 of 250 moving first, 214 and 220 moving
+second): 0.893 against 0.883 on the same seeds, +0.010 and +0.010, again within what 500 games
+resolve. On the held-out seeds 40 and 41 (5,918 s, tests beside it for 23 minutes) it won **0.860
+and 0.806** (430 and 403; 219 and 207 of 250 moving first, 211 and 196 moving second) against the
+preset's 0.852 and 0.834: 0.863 over the four seeds, the preset's own average. Not adopted. Nor does
+a deeper search when playing help: seed 40's network of that run, searching with 64 simulations a
+move rather than 16, won 0.852 (426; 210 and 216) against 0.860. Trained on the dice themselves
+rather than learned codes (``--chance-codes environment``: the roll that starts the next turn or
+none, 22 outcomes; seeds 10 and 11, 1M steps, 5,705 s beside other runs) it won **0.884 and 0.842**
+of 500 games (442 and 421): 0.863 against 0.883 on the same seeds (held-out seeds 40 and 41: 0.864
+and 0.804 against 0.852 and 0.834; 0.849 over four seeds against 0.863), and its model ranked moves
+no better (a rank correlation of +0.184 with the true one-ply values on seed 10;
+docs/stochastic_muzero.md). Not adopted. The rows below are 400k-step runs.
 
 Measured on seeds 10 and 11 as one program (1,481 s on two CPU cores), then against the random
 player: 256 games, the seat as pgx draws it (``python benchmarks/one_ply.py --workdir RUN
