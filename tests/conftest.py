@@ -1,4 +1,5 @@
-"""Test set-up: four forced host devices, so data-parallel code is tested in-process on a CPU."""
+"""Test set-up: four forced host devices, so data-parallel code is tested in-process on a CPU; XLA
+compiling at LLVM optimisation level 1; one compilation cache for the session."""
 
 import os
 import shutil
