@@ -46,9 +46,11 @@ state's gradient not halved between unrolled steps (``hidden_grad_scale=1.0``), 
 every seed of 800-804 reaching 475 (median 2,512) but one of 1000-1004 (against four); prioritised
 replay with exponent 1 rather than 0.5, 246 (seeds 800-804); the first update after 256 env steps
 rather than as soon as a sequence fits (``min_replay_steps=16``), 225; a learning-rate warm-up of
-1,000 updates rather than 100, 208; ``td_steps`` 3 or 8 rather than 5, 181 and 237 (all four seeds
-800-804). An update takes 9.9 ms against the version before's 6.0 (two quiet cores). The targets
-of a median of 1,500 steps and 80% of the later evaluations at 475 are not met.
+1,000 updates rather than 100, 208; ``td_steps`` 3 or 8 rather than 5, 181 and 237; 8 simulations
+rather than 16, 260 (these five on seeds 800-804); learning rate 2e-3, 270 on seeds 800-804 but 115
+on 1000-1004, where no seed reached 475. An update takes 9.9 ms against the version before's 6.0
+(two quiet cores). The targets of a median of 1,500 steps and 80% of the later evaluations at 475
+are not met.
 
 With a value prefix (``network.value_prefix_horizon=5``, 1.35x the time per update), which had
 brought all three ablation seeds 100-102 to 475, the five sets scored 288, 290, 256, 260 and 200
