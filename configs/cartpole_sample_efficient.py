@@ -47,7 +47,7 @@ every seed of 800-804 reaching 475 (median 2,512) but one of 1000-1004 (against 
 replay with exponent 1 rather than 0.5, 246 (seeds 800-804); the first update after 256 env steps
 rather than as soon as a sequence fits (``min_replay_steps=16``), 225; a learning-rate warm-up of
 1,000 updates rather than 100, 208; ``td_steps`` 3 or 8 rather than 5, 181 and 237; 8 simulations
-rather than 16, 260 (these five on seeds 800-804); learning rate 2e-3, 270 on seeds 800-804 but 115
+rather than 16, 260 (the last five on seeds 800-804); learning rate 2e-3, 270 on seeds 800-804 but 115
 on 1000-1004, where no seed reached 475. An update takes 9.9 ms against the version before's 6.0
 (two quiet cores). The targets of a median of 1,500 steps and 80% of the later evaluations at 475
 are not met.
