@@ -303,7 +303,7 @@ def make_network(
             "convolution needs image observations [H, W, C]",
         )
     common = dict(
-        observation_shape=env.observation_shape if env.observation_shape else (1,),
+        observation_shape=env.observation_shape,
         num_actions=env.num_actions,
         value_support_size=config.value_support_size,
         reward_support_size=config.reward_support_size,

@@ -268,6 +268,22 @@ def test_termination_at_the_time_limit_is_not_a_truncation():
     np.testing.assert_array_equal(timesteps.final_observation[3], np.zeros((4, 4)))
 
 
+def test_frozen_lake_observes_its_tile_index_one_hot():
+    # A Discrete observation space: the tile index 0..15 of the 4 x 4 map, observed one-hot. The map
+    # (Gymnasium's): SFFF / FHFH / FFFH / HFFG; actions 0 left, 1 down, 2 right, 3 up, and not
+    # slippery, so the path right, right, down, down, down, right walks 0 -> 1 -> 2 -> 6 -> 10 -> 14
+    # -> 15, the goal (reward 1, terminated); the reset puts the agent back on 0, then down -> 4.
+    env = make_env("gymnax:FrozenLake-misc", is_slippery=False)
+    assert env.observation_shape == (16,)
+    first, timesteps, _ = rollout(env, jax.random.key(0), [2, 2, 1, 1, 1, 2, 1])
+    one_hot = np.eye(16, dtype=np.float32)
+    np.testing.assert_array_equal(first.observation, one_hot[0])
+    np.testing.assert_array_equal(timesteps.observation, one_hot[[1, 2, 6, 10, 14, 0, 4]])
+    np.testing.assert_array_equal(timesteps.final_observation[5], one_hot[15])
+    np.testing.assert_array_equal(timesteps.reward, [0, 0, 0, 0, 0, 1, 0])
+    np.testing.assert_array_equal(timesteps.terminated, [0, 0, 0, 0, 0, 1, 0])
+
+
 # --------------------------------------------------------------------------------------------------
 # pgx: tic-tac-toe.
 

@@ -4,6 +4,7 @@ learning rate is the one applied, and one rule checks a field wherever it appear
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -101,6 +102,59 @@ def test_metrics_are_one_nested_record_with_every_loss_term():
     assert {metrics.LEARNING_RATE, metrics.UPDATES, metrics.NONFINITE_IN_A_ROW} <= set(names)
     assert metrics.NONFINITE_ENV_STEPS in names
     assert metrics.flatten({"a": {"b": 1, "c": {"d": 2}}, "e": 3}) == {"a/b": 1, "a/c/d": 2, "e": 3}
+
+
+def _scalar_walk(*, max_episode_steps=None):
+    """A walk on -2..2 from 0 whose observation is the position as a scalar (shape ()); action 1
+    steps right, 0 left; reaching +-2 pays +-1 and ends the episode."""
+    from mz_jax.envs import Env, EnvState, TimeStep
+    from mz_jax.envs.base import restart
+
+    mask, player = jnp.ones(2, jnp.bool_), jnp.int32(0)
+
+    def reset(key):
+        return EnvState(jnp.int32(0), jnp.int32(0)), restart(jnp.float32(0.0), mask, player)
+
+    def step(key, state, action):
+        position = state.backend + 2 * action - 1
+        done = jnp.abs(position) >= 2
+        after = jnp.where(done, 0, position)
+        timestep = TimeStep(
+            observation=after.astype(jnp.float32),
+            legal_action_mask=mask,
+            player=player,
+            reward=jnp.where(done, jnp.sign(position), 0).astype(jnp.float32),
+            terminated=done,
+            truncated=jnp.bool_(False),
+            final_observation=position.astype(jnp.float32),
+            final_player=player,
+        )
+        return EnvState(after, jnp.where(done, 0, state.episode_step + 1)), timestep
+
+    return Env(
+        name="custom:scalar_walk",
+        num_actions=2,
+        observation_shape=(),
+        num_players=1,
+        max_episode_steps=max_episode_steps,
+        reward_bound=1.0,
+        reset=reset,
+        step=step,
+    )
+
+
+def test_an_environment_with_scalar_observations_trains(monkeypatch):
+    # An observation of shape () reaches the network as one feature: [B] observations, flattened
+    # to [B, 1] (the network was once built for [B, 1] and refused the [B] it was given).
+    from mz_jax import envs
+
+    monkeypatch.setattr(envs, "_REGISTERED", {})
+    envs.register_env("custom:scalar_walk", _scalar_walk)
+    config = dataclasses.replace(CONFIG, env="custom:scalar_walk")
+    _, record = _run(config, calls=3)
+    flat = metrics.flatten(record)
+    assert np.all(np.isfinite(flat["loss/total"]))
+    assert flat[metrics.UPDATES][-1] > 0  # the learner ran on scalar observations
 
 
 def test_logged_learning_rate_is_the_rate_applied_after_skipped_updates():

@@ -3,7 +3,9 @@
 Every discrete-action gymnax (>= 1.0) environment. The time limit is
 ``params.max_steps_in_episode`` (``max_episode_steps`` overrides it), reported by gymnax as
 ``truncated`` apart from ``terminated``; gymnax's own step resets at the end of an episode. The
-legal-action mask is all True and the player always 0. gymnax is imported when first used.
+legal-action mask is all True and the player always 0. Observations are float32; a Discrete
+observation space (FrozenLake-misc's tile index) is observed one-hot. gymnax is imported when first
+used.
 
 ``Env.reward_bound`` comes from :data:`REWARD_BOUNDS`, read off the gymnax 1.0 sources (each
 environment's ``step_env`` with its default ``EnvParams``); a few are computed from the environment
@@ -146,13 +148,26 @@ def make_gymnax(env_id: str, max_episode_steps: int | None, kwargs: dict[str, An
       ValueError: for bad keyword arguments, one that cannot be built here, or a non-discrete
         action space.
     """
+    from gymnax.environments import spaces
+
     env, params, num_actions = _build_gymnax(env_id, max_episode_steps, kwargs)
     legal_action_mask = jnp.ones(num_actions, jnp.bool_)
     player = jnp.int32(0)
+    observation_space = env.observation_space(params)
+    if isinstance(observation_space, spaces.Discrete):
+        # An index into n states (FrozenLake's tile) is a category, not a quantity: one-hot it, as
+        # Stable-Baselines3 does for Discrete observation spaces.
+        def as_observation(observation: Array) -> Array:
+            return jax.nn.one_hot(observation, int(observation_space.n), dtype=jnp.float32)
+
+    else:
+
+        def as_observation(observation: Array) -> Array:
+            return jnp.asarray(observation, jnp.float32)
 
     def reset(key: Array) -> tuple[EnvState, TimeStep]:
         observation, backend = env.reset(key, params)
-        observation = jnp.asarray(observation, jnp.float32)
+        observation = as_observation(observation)
         return EnvState(backend, jnp.int32(0)), restart(observation, legal_action_mask, player)
 
     def step(key: Array, state: EnvState, action: Array) -> tuple[EnvState, TimeStep]:
@@ -165,13 +180,13 @@ def make_gymnax(env_id: str, max_episode_steps: int | None, kwargs: dict[str, An
         truncated = jnp.asarray(truncated, jnp.bool_) & ~terminated
         done = terminated | truncated
         timestep = TimeStep(
-            observation=jnp.asarray(observation, jnp.float32),
+            observation=as_observation(observation),
             legal_action_mask=legal_action_mask,
             player=player,
             reward=jnp.asarray(reward, jnp.float32),
             terminated=terminated,
             truncated=truncated,
-            final_observation=jnp.asarray(info["final_observation"], jnp.float32),
+            final_observation=as_observation(info["final_observation"]),
             final_player=player,
         )
         episode_step = jnp.where(done, 0, state.episode_step + 1).astype(jnp.int32)
