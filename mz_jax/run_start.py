@@ -14,6 +14,7 @@ from typing import Any
 import jax
 
 from mz_jax import checkpoint as checkpoint_lib
+from mz_jax.build import network_kind
 from mz_jax.config import TrainConfig
 from mz_jax.networks import count_params
 from mz_jax.train import Trainer
@@ -52,17 +53,27 @@ def print_start(
     resumed from a checkpoint (``resumed``: its iteration, update and env step), afresh over a
     config.json a stopped start left (not ``created_config``), with the ``changed`` fields."""
     num_params = count_params(params) // config.num_seeds
+    components = trainer.components
+    kind = network_kind(components.network_config, components.env)
     replay_mb = trainer.bytes_per_transition * config.replay_capacity * config.num_seeds / 2**20
     seeds_times = f" x {config.num_seeds} seeds" if config.num_seeds > 1 else ""
     print(
         f"mz_jax: {config.env} | {len(trainer.mesh.devices.flat)} device(s) "
-        f"({jax.default_backend()}, {jax.process_count()} process(es)) | network "
+        f"({jax.default_backend()}, {jax.process_count()} process(es)) | network {kind} "
         f"{num_params:,} parameters | replay {config.replay_capacity:,} transitions x "
         f"{trainer.bytes_per_transition} bytes{seeds_times} = {replay_mb:.1f} MiB | search "
         f"{trainer.search_config.policy} x {trainer.search_config.num_simulations} simulations"
         + (f" | {config.num_seeds} seeds in one program" if config.num_seeds > 1 else ""),
         flush=True,
     )
+    if kind == "resnet" and jax.default_backend() == "cpu":
+        print(
+            "note: a ResNet is slow on a CPU (network.kind 'auto' picks one for image "
+            "observations): the breakout_minatar preset takes about 9 hours per 1M env steps on "
+            "two cores, its MLP version breakout_minatar_mlp 21 minutes; --network.kind mlp "
+            "trains on the flattened image",
+            flush=True,
+        )
     if resumed is not None:
         iteration, updates, env_steps = resumed
         print(

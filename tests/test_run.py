@@ -459,3 +459,27 @@ def test_batch_not_divisible_by_devices_is_reported_before_compiling(tmp_path):
     with pytest.raises(ValueError, match="'batch_size' = 6 is invalid: allowed a multiple of the"):
         run.run_training(_host_side_config(batch_size=6), tmp_path)
     assert not (tmp_path / "config.json").exists()
+
+
+@pytest.mark.parametrize(
+    "env, kind, overrides",
+    [
+        ("gymnax:CartPole-v1", "mlp", {}),
+        ("gymnax:Breakout-MinAtar", "resnet", {"channels": 4, "num_blocks": 1}),
+    ],
+)
+def test_the_header_names_the_network_and_warns_of_a_resnet_on_a_cpu(
+    tmp_path, capsys, env, kind, overrides
+):
+    from mz_jax.config import NetworkConfig
+    from mz_jax.run_start import print_start
+
+    network = dataclasses.replace(NetworkConfig(hidden_sizes=(8,), latent_size=8), **overrides)
+    config = TrainConfig(env=env, num_envs=2, batch_size=2, network=network)
+    trainer = make_train(config, devices=jax.devices()[:1])
+    params = trainer.components.init_params(jax.random.key(0))
+    print_start(config, trainer, params, tmp_path, resumed=None, created_config=True, changed=[])
+    out = capsys.readouterr().out
+    assert f"| network {kind} " in out
+    on_cpu = jax.default_backend() == "cpu"
+    assert ("a ResNet is slow on a CPU" in out) == (kind == "resnet" and on_cpu)
