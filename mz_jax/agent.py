@@ -14,6 +14,8 @@ observation alone. The network, environment and search settings are rebuilt from
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import functools
 import logging
 from pathlib import Path
@@ -49,7 +51,8 @@ class Agent:
       config: the training configuration.
       env: the environment of ``config`` (a fresh one: use it to play or evaluate).
       network: the MuZero network of ``config``.
-      search_config: the search as training used it (discount and two_player set from the env).
+      search_config: the search as training used it (discount and two_player set from the env),
+        or as :meth:`with_search` changed it.
       params: the network parameters.
       checkpoint_step: the checkpoint the parameters come from (None when not restored).
       updates: the learner updates behind the parameters (None when not restored).
@@ -149,6 +152,29 @@ class Agent:
         agent.env_steps = int(
             meta.get("env_steps", first(state.iteration) * config.env_steps_per_iteration)
         )
+        return agent
+
+    def with_search(self, **changes: Any) -> Agent:
+        """This agent searching differently: the same configuration, parameters and counters, with
+        ``changes`` to the fields of its :class:`~mz_jax.mcts.SearchConfig` (e.g.
+        ``agent.with_search(num_simulations=64)`` to play with a deeper search than training's).
+
+        Raises:
+          ValueError: a name that is not a field of ``SearchConfig``, or a value it refuses.
+        """
+        fields = {field.name for field in dataclasses.fields(SearchConfig)}
+        unknown = sorted(set(changes) - fields)
+        if unknown:
+            raise ValueError(
+                f"{', '.join(map(repr, unknown))} not a field of SearchConfig; allowed "
+                f"{', '.join(sorted(fields))}"
+            )
+        agent = copy.copy(self)
+        agent.search_config = dataclasses.replace(self.search_config, **changes)
+        agent._act = jax.jit(
+            functools.partial(search, network=self.network, config=agent.search_config, greedy=True)
+        )
+        agent._evaluators = {}
         return agent
 
     def act(self, key: Array, observation: Array, legal_action_mask: Array | None = None) -> Array:

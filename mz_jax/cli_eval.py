@@ -34,6 +34,12 @@ def _parser() -> argparse.ArgumentParser:
         "with N simulations and random rollouts on the true game (pgx games), the agent taking "
         "each seat in half of the episodes; or 'self', the agent against itself",
     )
+    parser.add_argument(
+        "--num-simulations",
+        type=int,
+        default=None,
+        help="search with this many simulations a move (default: the run's search.num_simulations)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
     parser.add_argument(
         "--seed-index",
@@ -66,6 +72,10 @@ def evaluate_run(argv: list[str]) -> int:
         raise CliError(f"--episodes {args.episodes} is invalid: allowed an integer >= 1")
     if args.max_steps is not None and args.max_steps < 1:
         raise CliError(f"--max-steps {args.max_steps} is invalid: allowed an integer >= 1")
+    if args.num_simulations is not None and args.num_simulations < 1:
+        raise CliError(
+            f"--num-simulations {args.num_simulations} is invalid: allowed an integer >= 1"
+        )
 
     import jax
     import numpy as np
@@ -91,6 +101,8 @@ def evaluate_run(argv: list[str]) -> int:
             except ValueError as error:
                 raise CliError(f"--opponent {args.opponent}: {error}") from None
         agent = Agent.restore(args.workdir, seed_index=args.seed_index)
+        if args.num_simulations is not None:
+            agent = agent.with_search(num_simulations=args.num_simulations)
     except (FileNotFoundError, CheckpointError, ValueError) as error:  # ValueError: config.json
         raise CliError(str(error), status=1) from error
     opponent = None if not two_player or args.opponent == "self" else args.opponent or "random"
@@ -109,10 +121,12 @@ def evaluate_run(argv: list[str]) -> int:
     against = {"random": " against a random player", None: " in self-play" if two_player else ""}
     against.setdefault(opponent, f" against {opponent}")
     of_seed = f" (run of seed {agent.config.seed})" if config.num_seeds > 1 else ""
+    simulations = agent.search_config.num_simulations
     print(
         f"{config.env}{of_seed}, checkpoint {agent.checkpoint_step} ({agent.updates:,} updates, "
         f"{agent.env_steps:,} env steps): {episodes} greedy episodes{against[opponent]}, "
-        f"{int(completed.sum())} finished within {max_steps} steps"
+        f"{int(completed.sum())} finished within {max_steps} steps; {simulations} simulation"
+        f"{'' if simulations == 1 else 's'} a move"
     )
     print(
         f"return: mean {returns.mean():.4g}, min {returns.min():.4g}, max {returns.max():.4g}; "

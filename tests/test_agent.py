@@ -141,6 +141,29 @@ def test_cli_eval_against_random_counts_wins_draws_losses(workdir, capsys):
     assert mean == pytest.approx((wins - losses) / episodes, abs=1e-3)
 
 
+def test_with_search_changes_the_search_and_nothing_else(agent, workdir, capsys):
+    one = agent.with_search(num_simulations=1)
+    assert one.search_config == dataclasses.replace(agent.search_config, num_simulations=1)
+    assert agent.search_config.num_simulations == 4  # the agent it came from is unchanged
+    assert one.params is agent.params and one.config == agent.config
+    assert (one.updates, one.env_steps) == (agent.updates, agent.env_steps)
+    # Gumbel MuZero with one simulation considers one action, the legal one of highest prior
+    # logit (no Gumbel noise when greedy): the network's own argmax, computed here directly.
+    observation, mask, _ = random_positions(jax.random.key(7), BATCH)
+    output, _ = agent.network.initial_inference(agent.params, observation)
+    expected = np.argmax(np.where(mask, np.asarray(output.policy_logits), -np.inf), axis=1)
+    action = np.asarray(one.act(jax.random.key(8), observation, mask))
+    np.testing.assert_array_equal(action, expected)
+    with pytest.raises(ValueError, match="'num_simulation' not a field of SearchConfig"):
+        agent.with_search(num_simulation=8)
+    with pytest.raises(ValueError, match="num_simulations"):
+        agent.with_search(num_simulations=0)
+    # mz-jax eval --num-simulations searches with it.
+    args = ["eval", "--workdir", str(workdir), "--episodes", "2", "--num-simulations", "1"]
+    assert main(args) == 0
+    assert "; 1 simulation a move" in capsys.readouterr().out
+
+
 def test_evaluate_checks_its_arguments(agent):
     with pytest.raises(ValueError, match="num_episodes must be an integer >= 1; got 0"):
         agent.evaluate(jax.random.key(0), num_episodes=0)

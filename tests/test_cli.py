@@ -105,7 +105,7 @@ def test_eval_prints_returns(trained, capsys):
     assert main(["eval", "--workdir", str(workdir), "--episodes", "4", "--seed", "1"]) == 0
     out = capsys.readouterr().out
     assert "gymnax:Catch-bsuite" in out
-    assert "4 greedy episodes, 4 finished within 12 steps" in out  # Catch lasts 9 steps
+    assert "4 greedy episodes, 4 finished within 12 steps; 2 simulations a move" in out
     mean, low, high = map(
         float, re.search(r"return: mean (\S+), min (\S+), max (\S+);", out).groups()
     )
@@ -135,6 +135,11 @@ def test_eval_errors(trained, tmp_path, capsys):
         main(["eval", "--workdir", str(workdir), "--opponent", "random"])
     assert exit_info.value.code != 0
     assert "single-player" in capsys.readouterr().err
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "--workdir", str(workdir), "--num-simulations", "0"])
+    assert exit_info.value.code != 0
+    assert "--num-simulations 0 is invalid: allowed an integer >= 1" in capsys.readouterr().err
 
 
 def test_resuming_with_another_config_is_refused(trained, capsys):
