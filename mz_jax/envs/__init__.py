@@ -20,9 +20,9 @@ convention ``"custom:<id>"``) for an environment of your own; :func:`list_envs` 
 Backend notes:
   * gymnax (>= 1.0): the time limit is ``params.max_steps_in_episode`` (override it with
     ``max_episode_steps``); gymnax reports it as ``truncated`` separately from ``terminated``. The
-    legal-action mask is all True and the player always 0. ``FrozenLake-misc``'s tile index is observed
-    one-hot (a Discrete observation space; ``observation_shape == (16,)`` on the default 4 x 4 map);
-    ``FourRooms-misc`` observes integers (cast to float).
+    legal-action mask is all True and the player always 0. ``FrozenLake-misc``'s tile index is
+    observed one-hot (a Discrete observation space; ``observation_shape == (16,)`` on the default
+    4 x 4 map); ``FourRooms-misc`` observes integers (cast to float).
     ``MNISTBandit-bsuite`` downloads MNIST when constructed, so :func:`list_envs` leaves it out;
     ``make_env`` still builds it where the download works.
   * pgx: observations (bool or int) are cast to float32 and are from the perspective of the player to
