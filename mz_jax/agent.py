@@ -162,13 +162,10 @@ class Agent:
         Raises:
           ValueError: a name that is not a field of ``SearchConfig``, or a value it refuses.
         """
-        fields = {field.name for field in dataclasses.fields(SearchConfig)}
-        unknown = sorted(set(changes) - fields)
-        if unknown:
-            raise ValueError(
-                f"{', '.join(map(repr, unknown))} not a field of SearchConfig; allowed "
-                f"{', '.join(sorted(fields))}"
-            )
+        fields = sorted(field.name for field in dataclasses.fields(SearchConfig))
+        if unknown := sorted(set(changes).difference(fields)):
+            names = ", ".join(map(repr, unknown))
+            raise ValueError(f"{names} not a field of SearchConfig; allowed {', '.join(fields)}")
         agent = copy.copy(self)
         agent.search_config = dataclasses.replace(self.search_config, **changes)
         agent._act = jax.jit(
