@@ -53,16 +53,16 @@ ms in the board suite's run below, both beside other work; a 32-channel, two-blo
 environment steps a second before its first update), so 400k steps of it are for an accelerator. Not
 adopted.
 
-The board suite's results (below and in the README) are from the preset before, with the reward
-weighted 1. It does not reach its targets. The board suite (``mz-jax suite --suite board --seeds 3``, seeds 0-2
-as one program, 400k steps, 49 minutes on two CPU cores with other work beside it): the mean result
-of 64 greedy games against the uniformly random player ends at 0.88, 0.94 and 0.88 (the target: 99%
-wins in each seat), and the agent won 1, 6 and 8 of 200 games against ``mcts:200`` (the target:
-90%); moving second it won 2 of the 300 games and lost the others. The evaluations against the
-random player stop rising after about 50k steps (0.8-0.9 from then on), and 128 simulations when
-playing instead of 32 won no more against ``mcts:200`` (1 of 64 games against 2, seed 1): the
-values, not the search, are what is missing. With the tic-tac-toe preset before (learning rate 3e-3
-over 200k steps) the suite's three seeds won 7, 5 and 6 of 200.
+This preset does not reach its targets. The board suite (``mz-jax suite --suite board --seeds 3``,
+seeds 0-2 as one program, 400k steps, 84 minutes on two CPU cores): the mean result of 64 greedy
+games against the uniformly random player ends at 1.00, 0.97 and 0.94 (the target: 99% wins in each
+seat), and the agent won 20, 23 and 33 of 200 games against ``mcts:200`` (the target: 90%): 64 of
+the 300 games moving first, 12 of 300 moving second. With the reward weighted 1 (the preset before)
+the same suite ended at 0.88, 0.94 and 0.88 and won 1, 6 and 8 of 200 (2 of 300 moving second); its
+evaluations against the random player stopped rising after about 50k steps (0.8-0.9 from then on),
+and 128 simulations when playing instead of 32 won no more against ``mcts:200`` (1 of 64 games
+against 2, seed 1): the values, not the search, are what is missing. With the tic-tac-toe preset
+before (learning rate 3e-3 over 200k steps) the suite's three seeds won 7, 5 and 6 of 200.
 
 Tried on seeds 10-12 as one program and stopped early, both behind this preset on the suite's seeds
 (mean of the three seeds' results against the random player 0.75 at 30k steps and 0.85 at 90k):
