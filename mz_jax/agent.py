@@ -78,13 +78,17 @@ class Agent:
         self.config: TrainConfig = config
         self.env: Env = components.env
         self.network: MuZeroNetwork = components.network
-        self.search_config: SearchConfig = components.search_config
         self.params: Params = params
         self.checkpoint_step: int | None = None
         self.updates: int | None = None
         self.env_steps: int | None = None
+        self._set_search(components.search_config)
+
+    def _set_search(self, search_config: SearchConfig) -> None:
+        """Searches with ``search_config`` from now on: its jitted act and no cached evaluators."""
+        self.search_config: SearchConfig = search_config
         self._act = jax.jit(
-            functools.partial(search, network=self.network, config=self.search_config, greedy=True)
+            functools.partial(search, network=self.network, config=search_config, greedy=True)
         )
         self._evaluators: dict[tuple, Any] = {}
 
@@ -167,11 +171,7 @@ class Agent:
             names = ", ".join(map(repr, unknown))
             raise ValueError(f"{names} not a field of SearchConfig; allowed {', '.join(fields)}")
         agent = copy.copy(self)
-        agent.search_config = dataclasses.replace(self.search_config, **changes)
-        agent._act = jax.jit(
-            functools.partial(search, network=self.network, config=agent.search_config, greedy=True)
-        )
-        agent._evaluators = {}
+        agent._set_search(dataclasses.replace(self.search_config, **changes))
         return agent
 
     def act(self, key: Array, observation: Array, legal_action_mask: Array | None = None) -> Array:
