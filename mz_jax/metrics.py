@@ -59,6 +59,7 @@ from collections.abc import Mapping
 from typing import Any
 
 EVAL_RETURN = "eval/episode_return"
+EVAL_COMPLETED = "eval/completed"
 TRAIN_RETURN = "train/episode_return"
 TRAIN_LENGTH = "train/episode_length"
 TRAIN_EPISODES = "train/episodes"

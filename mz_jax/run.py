@@ -89,6 +89,11 @@ def _first(x: Any) -> int:
     return int(np.asarray(jax.device_get(x)).reshape(-1)[0])
 
 
+def _returns(eval_records: list[dict[str, float]]) -> list[float]:
+    """Each seed's mean greedy return, from its evaluation record."""
+    return [record[metrics_lib.EVAL_RETURN] for record in eval_records]
+
+
 def run_training(
     config: TrainConfig,
     workdir: str | Path,
@@ -203,6 +208,7 @@ def run_training(
     new_window = lambda: {k: np.zeros(num_seeds) for k in ("episodes", "return_sum", "length_sum")}
     window = new_window()
     last_eval_return = None  # per seed
+    noted_unfinished = False
     last_eval_env_steps = None
     last_metrics: dict = {}
 
@@ -224,14 +230,31 @@ def run_training(
         if saved:
             last_saved = iteration
 
-    def evaluate() -> list[float]:
-        """The mean greedy return of each seed."""
+    def evaluate() -> list[dict[str, float]]:
+        """Each seed's evaluation record: its mean greedy return, and the share of its episodes that
+        ended within ``eval_max_steps`` (a note says so, once, when some did not)."""
+        nonlocal noted_unfinished
         # Each seed's evaluation episodes are those of its plain run.
         keys = [jax.random.fold_in(jax.random.key(seed + 1), iteration) for seed in seeds]
         key = keys[0] if num_seeds == 1 else jnp.stack(keys)
         result = jax.device_get(trainer.evaluate(state.train.params, key))
         returns = np.asarray(result.episode_return, np.float64).reshape(num_seeds, -1)
-        return [float(r) for r in returns.mean(axis=1)]
+        ended = np.asarray(result.completed, bool).reshape(num_seeds, -1)
+        unfinished = int(ended.size - ended.sum())
+        if unfinished and is_main and not noted_unfinished:
+            noted_unfinished = True
+            print(
+                f"note: {unfinished} of {ended.size} evaluation episodes had not ended after "
+                f"eval_max_steps={config.eval_max_steps} environment steps; their returns count "
+                "the rewards until then (an unfinished board game counts 0). Raise "
+                "--eval-max-steps to the environment's longest episode; eval/completed logs the "
+                "share that ended.",
+                flush=True,
+            )
+        return [
+            {metrics_lib.EVAL_RETURN: float(r), metrics_lib.EVAL_COMPLETED: float(e)}
+            for r, e in zip(returns.mean(axis=1), ended.mean(axis=1), strict=True)
+        ]
 
     def write(records: list[dict], *, step: int) -> None:
         """One record per seed (with its ``seed`` when there are several)."""
@@ -274,7 +297,8 @@ def run_training(
                     and config.eval_every_env_steps
                     and env_steps >= next_eval
                 ):
-                    eval_returns = last_eval_return = evaluate()
+                    eval_records = evaluate()
+                    eval_returns = last_eval_return = _returns(eval_records)
                     last_eval_env_steps = env_steps
                     next_eval += config.eval_every_env_steps * max(
                         1, math.ceil((env_steps - next_eval + 1) / config.eval_every_env_steps)
@@ -285,7 +309,7 @@ def run_training(
                         episodes = float(window["episodes"][seed_index])
                         record: dict[str, Any] = {}
                         if eval_returns is not None:
-                            record[metrics_lib.EVAL_RETURN] = eval_returns[seed_index]
+                            record.update(eval_records[seed_index])
                         record.update(
                             {
                                 name: float(value[seed_index])
@@ -335,11 +359,9 @@ def run_training(
             and (config.total_env_steps is not None and env_steps >= config.total_env_steps)
         ):
             if last_eval_env_steps != env_steps:  # not already evaluated at this iteration
-                last_eval_return = evaluate()
-                write(
-                    [{metrics_lib.EVAL_RETURN: r} for r in last_eval_return],
-                    step=_first(state.train.step),
-                )
+                eval_records = evaluate()
+                last_eval_return = _returns(eval_records)
+                write(eval_records, step=_first(state.train.step))
             if is_main:
                 per_seed = (
                     f" (seeds {', '.join(f'{r:.3g}' for r in last_eval_return)})"

@@ -25,6 +25,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import _crash_worker
 
+from mz_jax import actor as actor_lib
 from mz_jax import checkpoint as checkpoint_lib
 from mz_jax import run
 from mz_jax import workdir as workdir_lib
@@ -258,6 +259,31 @@ def test_every_multiple_of_keep_checkpoint_every_is_saved_and_kept(tmp_path, use
     use_trainer()
     run.run_training(config, tmp_path)
     assert _checkpoints(tmp_path) == [3, 6, 9, 12]
+
+
+@pytest.mark.parametrize("completed", [(True, False, False, True), (True, True, True, True)])
+def test_evaluation_episodes_that_outlast_eval_max_steps_are_logged_and_noted_once(
+    tmp_path, monkeypatch, shared_trainer, capsys, completed
+):
+    # An evaluation whose middle two episodes had not ended (a board game cut before its end).
+    result = actor_lib.EvalResult(
+        episode_return=jnp.array([1.0, 0.0, 0.0, 3.0]),
+        episode_length=jnp.array([5, 9, 9, 7]),
+        completed=jnp.array(completed),
+    )
+    trainer = dataclasses.replace(shared_trainer, evaluate=lambda params, key: result)
+    monkeypatch.setattr(run, "make_train", lambda config, **kwargs: trainer)
+    # 8 env steps an iteration: evaluations at 32, 64 and 96 (the last iteration).
+    run.run_training(_host_side_config(eval_every_env_steps=32), tmp_path)
+    evals = [r for r in read_metrics(tmp_path) if "eval/episode_return" in r]
+    assert [r["env_steps"] for r in evals] == [32, 64, 96]
+    assert all(r["eval/episode_return"] == 1.0 for r in evals)  # (1 + 0 + 0 + 3) / 4
+    share = sum(completed) / 4
+    assert all(r["eval/completed"] == share for r in evals)
+    out = capsys.readouterr().out
+    expected = "note: 2 of 4 evaluation episodes had not ended after eval_max_steps=1000"
+    assert out.count(expected) == (1 if share < 1 else 0)
+    assert out.count("evaluation episodes had not ended") == out.count(expected)
 
 
 def test_second_signal_stops_at_once(tmp_path, use_trainer):
