@@ -45,6 +45,9 @@ field                           scope            meaning
 ``train/episode_return``        log window       their mean return (null if none ended)
 ``train/episode_length``        log window       their mean length (null if none ended)
 ``eval/episode_return``         evaluation       mean greedy return of ``eval_episodes`` episodes
+``eval/completed``              evaluation       the share of them that ended within
+                                                 ``eval_max_steps`` (below 1, the run notes once
+                                                 that the returns count the rewards until then)
 ==============================  ===============  ===================================================
 
 The per-iteration sums the compiled step returns for the episodes (``actor/episodes``,
