@@ -290,7 +290,7 @@ def run_training(
                 window["return_sum"] += of_iteration[metrics_lib.EPISODE_RETURN_SUM]
                 window["length_sum"] += of_iteration[metrics_lib.EPISODE_LENGTH_SUM]
                 last_of_call = i == per_call - 1
-                eval_returns = None
+                eval_records = None
                 if (
                     last_of_call
                     and failure is None
@@ -298,17 +298,17 @@ def run_training(
                     and env_steps >= next_eval
                 ):
                     eval_records = evaluate()
-                    eval_returns = last_eval_return = _returns(eval_records)
+                    last_eval_return = _returns(eval_records)
                     last_eval_env_steps = env_steps
                     next_eval += config.eval_every_env_steps * max(
                         1, math.ceil((env_steps - next_eval + 1) / config.eval_every_env_steps)
                     )
-                if progress.due() or eval_returns is not None or failure is not None:
+                if progress.due() or eval_records is not None or failure is not None:
                     records = []
                     for seed_index in range(num_seeds):
                         episodes = float(window["episodes"][seed_index])
                         record: dict[str, Any] = {}
-                        if eval_returns is not None:
+                        if eval_records is not None:
                             record.update(eval_records[seed_index])
                         record.update(
                             {
@@ -339,8 +339,8 @@ def run_training(
                             if episodes
                             else None,
                             eval_return=None
-                            if eval_returns is None
-                            else float(np.mean(eval_returns)),
+                            if eval_records is None
+                            else float(np.mean(last_eval_return)),
                         )
                     window = new_window()
                 if failure is not None:
