@@ -9,9 +9,10 @@ Failures are reported by type, each with a one-line message naming what failed:
 ``ValueError`` for a configuration (or environment) that cannot run, before anything is written;
 ``OSError`` for a file that cannot be written (:class:`mz_jax.checkpoint.CheckpointSaveError`,
 :class:`mz_jax.logger.MetricsWriteError`, an unwritable workdir), after which the newest complete
-checkpoint is intact; :class:`NonFiniteError`; :class:`mz_jax.checkpoint.CheckpointError`. A start
-that fails before its first iteration removes what it created (``config.json``, the workdir itself
-when it made it), so that it leaves no half-begun run behind.
+checkpoint is intact; :class:`NonFiniteError` (decided by :mod:`mz_jax.run_failures`);
+:class:`mz_jax.checkpoint.CheckpointError`. A start that fails before its first iteration removes
+what it created (``config.json``, the workdir itself when it made it), so that it leaves no
+half-begun run behind.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from mz_jax import metrics as metrics_lib
 from mz_jax.config import TrainConfig
 from mz_jax.logger import MetricsLogger, Progress
 from mz_jax.plots import plot_learning_curve
+from mz_jax.run_failures import NonFiniteError as NonFiniteError  # what run_training raises
+from mz_jax.run_failures import nonfinite_error
 from mz_jax.run_start import close_quietly, open_run, print_start
 from mz_jax.train import make_train
 from mz_jax.workdir import (
@@ -42,46 +45,10 @@ from mz_jax.workdir import (
     remove_failed_start,
 )
 
-
-class NonFiniteError(RuntimeError):
-    """Training produced non-finite values for too long, or the environment did."""
-
-
 _WINDOW_SUMS = frozenset(
     {metrics_lib.EPISODES, metrics_lib.EPISODE_RETURN_SUM, metrics_lib.EPISODE_LENGTH_SUM}
 )
 """Per-iteration sums the host turns into the means over its log window (``train/...``)."""
-
-
-def _nonfinite_message(step: int, metrics: dict) -> str:
-    terms = [
-        name
-        for name, value in metrics.items()
-        if (name.startswith("loss/") or name == "optim/grad_norm") and not math.isfinite(value)
-    ]
-    return (
-        f"{int(metrics[metrics_lib.NONFINITE_IN_A_ROW])} updates in a row had a non-finite loss or "
-        f"gradient (the last at update {step}; non-finite terms: "
-        f"{', '.join(terms) or 'gradient only'}); these updates were skipped, and the last good "
-        "parameters are in the newest checkpoint"
-    )
-
-
-def _nonfinite_error(config: TrainConfig, metrics: dict, *, step: int, env_steps: int):
-    """The :class:`NonFiniteError` this iteration's metrics (arrays ``[num_seeds]``) call for, or
-    None."""
-    for i in range(config.num_seeds):
-        of_seed = {name: value[i] for name, value in metrics.items()}
-        which = f" (seed {config.seed + i})" if config.num_seeds > 1 else ""
-        if of_seed[metrics_lib.NONFINITE_ENV_STEPS] > 0:
-            return NonFiniteError(
-                f"the environment {config.env} returned a non-finite observation or reward "
-                f"({int(of_seed[metrics_lib.NONFINITE_ENV_STEPS])} steps) before env step "
-                f"{env_steps}{which}"
-            )
-        if of_seed[metrics_lib.NONFINITE_IN_A_ROW] >= config.max_consecutive_nonfinite:
-            return NonFiniteError(_nonfinite_message(step, of_seed) + which)
-    return None
 
 
 def _first(x: Any) -> int:
@@ -285,7 +252,7 @@ def run_training(
                 updates += int(metrics[metrics_lib.UPDATES][i, 0])  # the same for every seed
                 of_iteration = {name: value[i] for name, value in metrics.items()}
                 last_metrics = {k: float(v.mean()) for k, v in of_iteration.items()}
-                failure = _nonfinite_error(config, of_iteration, step=updates, env_steps=env_steps)
+                failure = nonfinite_error(config, of_iteration, step=updates, env_steps=env_steps)
                 window["episodes"] += of_iteration[metrics_lib.EPISODES]
                 window["return_sum"] += of_iteration[metrics_lib.EPISODE_RETURN_SUM]
                 window["length_sum"] += of_iteration[metrics_lib.EPISODE_LENGTH_SUM]
