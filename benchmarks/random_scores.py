@@ -37,7 +37,7 @@ DEFAULT_MAX_STEPS = 10_000
 
 def random_returns(
     env: Env, key: jax.Array, *, num_episodes: int, max_steps: int
-) -> tuple[jax.Array, jax.Array, jax.Array]:
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """Plays one episode in each of ``num_episodes`` environments with the uniformly random policy.
 
     Args:
@@ -47,9 +47,10 @@ def random_returns(
       max_steps: steps after which an unfinished episode is cut (and counted as not completed).
 
     Returns:
-      ``(episode_return [N], completed [N], agent_moves_first [N])``: the return of the scored
-      player (player 0 in single-player environments), whether the episode ended within
-      ``max_steps``, and whether the scored player moved first (all True in single-player ones).
+      ``(episode_return [N], completed [N], agent_moves_first [N], episode_length [N])``: the
+      return of the scored player (player 0 in single-player environments), whether the episode
+      ended within ``max_steps``, whether the scored player moved first (all True in
+      single-player ones), and the steps the episode took (``max_steps`` where it was cut).
     """
     reset_key, loop_key = jax.random.split(key)
     env_state, timestep = jax.vmap(env.reset)(jax.random.split(reset_key, num_episodes))
@@ -65,7 +66,7 @@ def random_returns(
         return (step < max_steps) & ~jnp.all(done)
 
     def play(carry):
-        step, key, env_state, timestep, episode_return, done = carry
+        step, key, env_state, timestep, episode_return, episode_length, done = carry
         key, action_key, env_key = jax.random.split(key, 3)
         uniform_over_legal = jnp.where(timestep.legal_action_mask, 0.0, -jnp.inf)
         action = jax.random.categorical(action_key, uniform_over_legal).astype(jnp.int32)
@@ -76,8 +77,9 @@ def random_returns(
         # opponent's moves.
         sign = jnp.where(timestep.player == agent_id, 1.0, -1.0)
         episode_return = episode_return + jnp.where(done, 0.0, sign * next_timestep.reward)
+        episode_length = episode_length + ~done
         done = done | next_timestep.terminated | next_timestep.truncated
-        return step + 1, key, env_state, next_timestep, episode_return, done
+        return step + 1, key, env_state, next_timestep, episode_return, episode_length, done
 
     init = (
         jnp.int32(0),
@@ -85,10 +87,11 @@ def random_returns(
         env_state,
         timestep,
         jnp.zeros(num_episodes, jnp.float32),
+        jnp.zeros(num_episodes, jnp.int32),
         jnp.zeros(num_episodes, bool),
     )
-    *_, episode_return, done = jax.lax.while_loop(not_finished, play, init)
-    return episode_return, done, moves_first
+    *_, episode_return, episode_length, done = jax.lax.while_loop(not_finished, play, init)
+    return episode_return, done, moves_first, episode_length
 
 
 def measure(name: str, *, num_episodes: int, seed: int) -> dict:
@@ -99,7 +102,7 @@ def measure(name: str, *, num_episodes: int, seed: int) -> dict:
         functools.partial(random_returns, env, num_episodes=num_episodes, max_steps=max_steps)
     )
     start = time.perf_counter()
-    returns, completed, moves_first = jax.device_get(play(jax.random.key(seed)))
+    returns, completed, moves_first, lengths = jax.device_get(play(jax.random.key(seed)))
     seconds = time.perf_counter() - start
     returns = np.asarray(returns, np.float64)
     return {
@@ -109,6 +112,7 @@ def measure(name: str, *, num_episodes: int, seed: int) -> dict:
         "stderr": float(returns.std(ddof=1) / np.sqrt(num_episodes)),
         "first_seat_mean": float(returns[moves_first].mean()),
         "completed": float(np.mean(completed)),
+        "longest": int(np.max(lengths)),
         "max_steps": max_steps,
         "two_player": env.num_players == 2,
         "seconds": seconds,
@@ -137,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{result['stderr']:.3f}",
                 f"{result['first_seat_mean']:.3f}" if result["two_player"] else "-",
                 f"{100 * result['completed']:.0f}%",
+                result["longest"],
                 result["max_steps"],
                 f"{result['seconds']:.1f}",
             ]
@@ -150,6 +155,7 @@ def main(argv: list[str] | None = None) -> None:
             "std. error",
             "first-seat mean",
             "completed",
+            "longest episode",
             "step cap",
             "seconds (incl. compile)",
         ],
