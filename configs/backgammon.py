@@ -52,6 +52,7 @@ each seat in half of them (``mz-jax eval --workdir RUN --episodes 500 --seed-ind
 | 2 (this preset at 400k steps): the search, 16 simulations | 0.887 / 0.863 | 1.46 / 1.37 | 0.812 / 0.846 |
 | 2: its prior alone (the Gumbel search with 1 simulation) | 0.797 / 0.805 | 1.10 / 1.07 | |
 | 2, value targets over 1 step rather than 10 (``--td-steps 1``; 2,339 s) | | | 0.780 / 0.740 |
+| 2, residual afterstate and chance dynamics (patched in; 2,251 s) | | | 0.760 / 0.812 |
 | 2, held-out seeds 40 / 41 (1,584 s): the search / the prior | 0.766 / 0.766, 0.750 / 0.793 | 1.04 / 0.97 (search) | 0.770 / 0.790 |
 | 4: the search / the prior | 0.824 / 0.852, 0.719 / 0.836 | 1.15 / 1.32 (search) | 0.796 / 0.822 |
 | 1 (the preset before): the search / the prior | 0.762 / 0.727, 0.723 / 0.703 | 1.14 / 1.00 (search) | 0.732 / 0.726 |
@@ -83,7 +84,12 @@ afterstate value's one-step target ``v(s')`` differs between moves as the networ
 real next positions does (one-ply lookahead on the true game with it wins 0.98 of 128 games on
 seed 10), where a 10-step target adds the dice of the turns after; yet the model ranked moves no
 better (rank correlation +0.168 on seed 10, 893 positions), its search won 0.727 of 128 games and
-always moving the first legal checker 0.781. Everything below was measured with the weight at 0.25.
+always moving the first legal checker 0.781. Nor did residual dynamics (the afterstate as the state
+plus the afterstate MLP's output, the next state as the afterstate plus the chance MLP's, as
+LightZero's ``res_connection_in_dynamics``; patched in for the test, not an option; seeds 10 and
+11, 400k steps, 2,251 s), which would make "the same position but for the moved checker" easy to
+express: 0.760 and 0.812 of 500 games, rank correlation +0.188 on seed 10 (550 positions).
+Everything below was measured with the weight at 0.25.
 
 What changed it from losing to random play: the Gumbel search. With pUCT (16 simulations; seeds 0
 and 1, 100k steps) the mean result ended at -1 and the search won 0.41 of 128 games (seed 0), since
