@@ -70,8 +70,8 @@ def print_start(
         print(
             "note: a ResNet is slow on a CPU (network.kind 'auto' picks one for image "
             "observations): the breakout_minatar preset takes about 9 hours per 1M env steps on "
-            "two cores, its MLP version breakout_minatar_mlp 21 minutes; --network.kind mlp "
-            "trains on the flattened image",
+            "two cores, its MLP version breakout_minatar_mlp 21 to 42 minutes; --network.kind "
+            "mlp trains on the flattened image",
             flush=True,
         )
     if resumed is not None:

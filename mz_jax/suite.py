@@ -111,9 +111,9 @@ SUITES: dict[str, tuple[SuiteEntry, ...]] = {
 """The built-in suites. Environments without a preset of their own borrow the nearest one (same
 network kind and reward scale) with the fields their episodes need: evaluation long enough for the
 environment's own time limit (Freeway-MinAtar's is 2,500 steps; the MinAtar games borrow the MLP
-preset measured on Breakout, 21 minutes a seed on two CPU cores). The board games end against the
-MCTS baseline, 200 games per seed: the targets are no loss in tic-tac-toe against ``mcts:1000`` and
-90% wins in connect four against ``mcts:200`` in each seat."""
+preset measured on Breakout, 21 to 42 minutes a seed on two CPU cores). The board games end against
+the MCTS baseline, 200 games per seed: the targets are no loss in tic-tac-toe against
+``mcts:1000`` and 90% wins in connect four against ``mcts:200`` in each seat."""
 
 
 def load_suite(suite: str | Path) -> tuple[SuiteEntry, ...]:
