@@ -10,7 +10,6 @@ notebook.
 from __future__ import annotations
 
 import math
-import os
 import re
 import subprocess
 import sys
@@ -19,9 +18,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-# The scripts' sizes are tiny, so compiling dominates; XLA's cheaper compile mode (no expensive LLVM
-# passes) cuts the CPU time of this file by about a third and changes nothing the checks look at.
-CHILD_ENV = {**os.environ, "JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
 DOCS = sorted((REPO / "docs").glob("*.md"))
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
 TIMEOUT_S = 600  # compile-bound, on two shared cores
@@ -32,7 +28,6 @@ def run_python(*args: str, timeout: float = TIMEOUT_S) -> str:
     result = subprocess.run(
         [sys.executable, *args],
         cwd=REPO,
-        env=CHILD_ENV,
         capture_output=True,
         text=True,
         timeout=timeout,

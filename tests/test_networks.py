@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from _xla import LEVEL_1
 
 from mz_jax import transforms
 from mz_jax.networks import (
@@ -72,7 +73,7 @@ def _make_case(network, params, observation_shape, hidden_shape, batch=2) -> Cas
         observation=observation,
         hidden_shape=hidden_shape,
         step=jax.jit(step),
-        grad=jax.jit(jax.grad(lambda *args: _weighted_sum(step(*args)))),
+        grad=jax.jit(jax.grad(lambda *args: _weighted_sum(step(*args))), compiler_options=LEVEL_1),
     )
 
 
