@@ -17,10 +17,12 @@ if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "
 # passes off, and the CPU backend's elemental emitters rather than its fusion emitters. Measured on
 # a quiet 2-core machine, cache off: a CartPole iteration compiled in 3.7 s against 8.8 s at LLVM
 # level 1 (the set-up before), a Stochastic MuZero one in 10.2 s against 21.9 s; the suite ran in
-# 589 s against 916 s. Whatever of these XLA_FLAGS already names is kept. At level 0 a ResNet's
-# gradient through min_max_normalize comes out NaN (tests/_xla.py says why), so the tests that
-# check such gradients compile those programs at level 1. The subprocesses tests start (the CLI,
-# the guides) inherit the flags.
+# 589-690 s against 916 s. Whatever of these XLA_FLAGS already names is kept. The elemental
+# emitters are the older code path, which a later jaxlib may drop, and XLA aborts the process on a
+# flag it does not know: that flag is probed first. At level 0 a ResNet's gradient through
+# min_max_normalize comes out NaN (tests/_xla.py says why), so the tests that check such gradients
+# compile those programs at level 1. The subprocesses tests start (the CLI, the guides) inherit the
+# flags.
 CHEAP_COMPILE = (
     "--xla_backend_optimization_level=0",
     "--xla_llvm_disable_expensive_passes=true",
