@@ -23,11 +23,8 @@ if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "
 # min_max_normalize comes out NaN (tests/_xla.py says why), so the tests that check such gradients
 # compile those programs at level 1. The subprocesses tests start (the CLI, the guides) inherit the
 # flags.
-CHEAP_COMPILE = (
-    "--xla_backend_optimization_level=0",
-    "--xla_llvm_disable_expensive_passes=true",
-    "--xla_cpu_use_fusion_emitters=false",
-)
+CHEAP_COMPILE = ("--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true")
+PROBED_FIRST = ("--xla_cpu_use_fusion_emitters=false",)
 
 
 def _xla_accepts(flag: str) -> bool:
@@ -40,11 +37,10 @@ def _xla_accepts(flag: str) -> bool:
     return probe.returncode == 0
 
 
-for _flag in CHEAP_COMPILE:
-    _name = _flag.split("=")[0]
-    if _name not in os.environ["XLA_FLAGS"] and (
-        _name != "--xla_cpu_use_fusion_emitters" or _xla_accepts(_flag)
-    ):
+for _flag in CHEAP_COMPILE + PROBED_FIRST:
+    if _flag.split("=")[0] in os.environ["XLA_FLAGS"]:
+        continue
+    if _flag not in PROBED_FIRST or _xla_accepts(_flag):
         os.environ["XLA_FLAGS"] += " " + _flag
 
 # One persistent compilation cache for the whole session, in a fresh temporary directory shared by
