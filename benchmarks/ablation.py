@@ -8,7 +8,8 @@ or, for the terms it leaves out, each one on.
 
 Trains the preset once as is, once with each EfficientZero term it uses switched off (the
 consistency loss, the value prefix, reanalysed policies, reanalysed values, the off-policy
-correction; and the representation's first LayerNorm put back where the preset leaves it out),
+correction, the mirrored batches; and the representation's first LayerNorm put back where the
+preset leaves it out),
 then once with each term it does not use switched on (``--no-additions`` skips these), then once
 per ``--variant`` (space-separated ``FIELD=VALUE`` changes, as ``learning.py --set`` takes them;
 ``--only`` does not filter these), and prints, per variant, the environment
@@ -39,6 +40,7 @@ from common import machine_description, print_table
 from learning import LAST_WINDOW, STABILITY_WINDOW, first_on_target, last_mean, with_overrides
 
 from mz_jax import TrainConfig
+from mz_jax.envs import make_env
 from mz_jax.presets import load_preset
 from mz_jax.run import run_training
 from mz_jax.suite_results import evaluation_curves
@@ -67,6 +69,8 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
             "off-policy correction off",
             dataclasses.replace(preset, off_policy_correction_steps=None),
         )
+    if preset.augment_reflection:
+        yield "reflection off", dataclasses.replace(preset, augment_reflection=False)
     if not network.observation_layer_norm:
         yield (
             "observation LayerNorm on",
@@ -95,6 +99,8 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
         )
     if preset.consistency_loss_weight == 0:
         yield "+ consistency loss (2)", dataclasses.replace(preset, consistency_loss_weight=2.0)
+    if not preset.augment_reflection and make_env(preset.env).reflection is not None:
+        yield "+ reflection", dataclasses.replace(preset, augment_reflection=True)
 
 
 def steps_on_target(curve, target: float) -> tuple[int | None, str]:

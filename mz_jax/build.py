@@ -22,9 +22,17 @@ from collections.abc import Callable
 
 import optax
 
-from mz_jax import learner, networks, transforms
+from mz_jax import augment, learner, networks, transforms
 from mz_jax.config import TrainConfig
-from mz_jax.envs import Env, make_env, repeat_action
+from mz_jax.envs import (
+    GYMNAX_PREFIX,
+    PGX_PREFIX,
+    Env,
+    gymnax_adapter,
+    make_env,
+    pgx_adapter,
+    repeat_action,
+)
 from mz_jax.loss import LossFn, make_loss_fn
 from mz_jax.mcts import SearchConfig
 from mz_jax.networks.config import NetworkConfig
@@ -100,6 +108,8 @@ def build(config: TrainConfig, *, unroll: int | bool | None = None) -> Component
     unroll_learner = unrolls_learner(config, env)
     if unroll is None:
         unroll = True if unroll_learner else 1
+    if config.augment_reflection:
+        check_reflection(config, env)
     network_config = network_config_for(config, env)
     if network_config.num_chance_outcomes is not None:
         check_stochastic(config, env)
@@ -169,6 +179,20 @@ def unrolls_learner(config: TrainConfig, env: Env) -> bool:
     if config.unroll_learner is not None:
         return config.unroll_learner
     return network_kind(config.network, env) == "resnet" or config.network.conv_channels is not None
+
+
+def check_reflection(config: TrainConfig, env: Env) -> None:
+    """Refuses ``augment_reflection`` where ``env`` has no mirror symmetry, or an invalid one."""
+    if env.reflection is None:
+        known = [GYMNAX_PREFIX + name for name in gymnax_adapter.REFLECTIONS]
+        known += [PGX_PREFIX + name for name in pgx_adapter.REFLECTIONS]
+        fail(
+            "augment_reflection",
+            config.augment_reflection,
+            f"False for {env.name}, which has no mirror symmetry written down (Env.reflection; "
+            f"these have one: {', '.join(known)})",
+        )
+    augment.check_reflection(env.reflection, env.num_actions, env.name)
 
 
 def check_stochastic(config: TrainConfig, env: Env) -> None:

@@ -153,6 +153,12 @@ class TrainConfig:
     target_update_every: int = 1
     """With reanalyse_values or reanalyse_policy_fraction: learner updates between copies of the
     parameters into the target parameters that reanalyse uses (1: always the current parameters)."""
+    augment_reflection: bool = False
+    """Mirror each sequence of every batch with probability 1/2 (:func:`mz_jax.augment.
+    reflect_batch`): its observations, actions and policy targets become their mirror images, as
+    AlphaGo Zero trained on Go's symmetries. Needs an environment with a mirror symmetry
+    (:attr:`mz_jax.envs.Env.reflection`: gymnax CartPole-v1, Acrobot-v1 and Catch-bsuite, pgx
+    connect_four and tic_tac_toe)."""
     hidden_grad_scale: float = 0.5
     """Gradient scale of the hidden state between unrolled steps (1/2 in the paper)."""
     unroll_learner: bool | None = None

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from mz_jax import actor as actor_lib
-from mz_jax import learner, reanalyse
+from mz_jax import augment, learner, reanalyse
 from mz_jax import replay as replay_lib
 from mz_jax.build import Components
 from mz_jax.targets import make_targets
@@ -245,6 +245,9 @@ def _learn(
                 count=reanalysed_policies,
             )
         batch = make_batch_targets(windows, td_steps_used=td_steps)._replace(weight=weights)
+        if config.augment_reflection:
+            flip = jax.random.bernoulli(jax.random.fold_in(update_key, 2), 0.5, (batch_size,))
+            batch = augment.reflect_batch(batch, flip, components.env.reflection)
         train, aux, metrics = learner.update(
             train,
             batch,

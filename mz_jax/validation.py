@@ -150,6 +150,7 @@ RULES: dict[str, Rule] = {
     "chance_straight_through": one_of("logits", "softmax"),
     "chance_codes": one_of("environment", "learned"),
     "reanalyse_values": boolean(),
+    "augment_reflection": boolean(),
     "stop_value_targets_at_exploration": boolean(),
     "reanalyse_policy_fraction": _FRACTION,
     "off_policy_correction_steps": optional(_POSITIVE),

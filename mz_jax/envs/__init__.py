@@ -59,7 +59,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from mz_jax.envs.base import Env, EnvState, TimeStep
+from mz_jax.envs.base import Env, EnvState, Reflection, TimeStep
 from mz_jax.envs.gymnax_adapter import GYMNAX_PREFIX, gymnax_catalog, gymnax_ids, make_gymnax
 from mz_jax.envs.pgx_adapter import MORE_THAN_TWO_PLAYERS, PGX_PREFIX, make_pgx, pgx_ids
 from mz_jax.envs.toy import TOY_ENVS, TOY_PREFIX
@@ -71,6 +71,7 @@ __all__ = [
     "TOY_PREFIX",
     "Env",
     "EnvState",
+    "Reflection",
     "TimeStep",
     "list_envs",
     "make_env",

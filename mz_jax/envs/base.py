@@ -57,6 +57,27 @@ class TimeStep(NamedTuple):
     final_player: Array
 
 
+class Reflection(NamedTuple):
+    """A mirror symmetry of an environment, for training on mirror images of the data
+    (``TrainConfig.augment_reflection``; AlphaGo Zero trained on Go's eight symmetries).
+
+    It is a symmetry when the mirror image of the start-state distribution is itself, and from the
+    mirror image of any state, the mirror image of any action leads to the mirror image of the
+    state that action leads to, with the same reward, player and end of the episode. Then every
+    value is the same at a state and its mirror image, and a good policy at the mirror image
+    chooses the mirror images of its actions.
+
+    Attributes:
+      observation: ``observation(o) -> o'``, the mirror image of one observation (unbatched, of the
+        environment's observation shape; vmap for a batch).
+      actions: ``actions[a]``, the mirror image of action ``a``: a permutation of
+        ``range(num_actions)``.
+    """
+
+    observation: Callable[[Array], Array]
+    actions: tuple[int, ...]
+
+
 @dataclasses.dataclass(frozen=True)
 class Env:
     """A single environment as a pair of pure functions; vmap them for a batch.
@@ -86,6 +107,8 @@ class Env:
         transition (unbatched; vmap for a batch), which Stochastic MuZero can train on in place of
         its learned codes (``TrainConfig.chance_codes="environment"``); None otherwise.
         Keyword-only.
+      reflection: a mirror symmetry of the environment (:class:`Reflection`), or None where it
+        has none or none is written down. Keyword-only.
       reset: ``reset(key) -> (EnvState, TimeStep)``, the start of an episode.
       step: ``step(key, state, action) -> (EnvState, TimeStep)`` with ``action`` an int32 scalar; when
         the transition ends the episode, the returned state and observation already belong to a
@@ -104,6 +127,7 @@ class Env:
     chance_outcome: Callable[[Array, Array, Array], Array] | None = dataclasses.field(
         default=None, kw_only=True, repr=False
     )
+    reflection: Reflection | None = dataclasses.field(default=None, kw_only=True, repr=False)
     reset: Callable[[Array], tuple[EnvState, TimeStep]] = dataclasses.field(repr=False)
     step: Callable[[Array, EnvState, Array], tuple[EnvState, TimeStep]] = dataclasses.field(
         repr=False

@@ -21,7 +21,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from mz_jax.envs.base import Env, EnvState, TimeStep, as_action, restart
+from mz_jax.envs.base import Env, EnvState, Reflection, TimeStep, as_action, restart
 from mz_jax.types import Array
 
 GYMNAX_PREFIX = "gymnax:"
@@ -87,6 +87,37 @@ def gymnax_reward_bound(env_id: str, env: Any, params: Any) -> float | None:
     if env_id == "DiscountingChain-bsuite":
         return max(1.0, abs(float(params.optimal_return)))
     return REWARD_BOUNDS.get(env_id)
+
+
+def _acrobot_mirror(observation: Array) -> Array:
+    # (cos a1, sin a1, cos a2, sin a2, da1, da2): both angles and velocities change sign.
+    return observation * jnp.array([1.0, -1.0, 1.0, -1.0, -1.0, -1.0], observation.dtype)
+
+
+REFLECTIONS: dict[str, Reflection] = {
+    # (x, dx, theta, dtheta) all change sign; push left (0) <-> push right (1).
+    "CartPole-v1": Reflection(observation=jnp.negative, actions=(1, 0)),
+    # Torques (-1, 0, +1) (the default EnvParams.available_torque); the start state is uniform in
+    # [-0.1, 0.1] in each coordinate.
+    "Acrobot-v1": Reflection(observation=_acrobot_mirror, actions=(2, 1, 0)),
+    # A (rows, columns) grid mirrored left to right; moves (left, stay, right); the ball starts in a
+    # uniform column and the paddle in the middle one (columns // 2 of an odd number of columns).
+    "Catch-bsuite": Reflection(observation=lambda grid: grid[:, ::-1], actions=(2, 1, 0)),
+}
+"""Mirror symmetries (:class:`~mz_jax.envs.base.Reflection`) of gymnax ids with their default
+``EnvParams``, read off the gymnax 1.0 sources; MountainCar has none (the hill is not symmetric
+about the start), nor do the MinAtar games (their objects do not start in mirrored places)."""
+
+
+def gymnax_reflection(env_id: str, env: Any, params: Any) -> Reflection | None:
+    """:data:`REFLECTIONS`' entry for ``env_id``, where ``env`` and ``params`` keep it a symmetry."""
+    if env_id == "Catch-bsuite" and env.columns % 2 == 0:  # the paddle starts right of the middle
+        return None
+    if env_id == "Acrobot-v1" and not bool(
+        jnp.all(params.available_torque == -params.available_torque[::-1])
+    ):
+        return None
+    return REFLECTIONS.get(env_id)
 
 
 def gymnax_ids() -> tuple[str, ...]:
@@ -202,6 +233,7 @@ def make_gymnax(env_id: str, max_episode_steps: int | None, kwargs: dict[str, An
         reward_bound=gymnax_reward_bound(env_id, env, params),
         # bsuite's Catch pays +1 or -1 once, when the ball lands.
         return_bound=1.0 if env_id == "Catch-bsuite" else None,
+        reflection=gymnax_reflection(env_id, env, params),
         reset=reset,
         step=step,
     )

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mz_jax.envs.base import Env, EnvState, TimeStep, as_action, restart, select_tree
+from mz_jax.envs.base import Env, EnvState, Reflection, TimeStep, as_action, restart, select_tree
 from mz_jax.types import Array
 
 PGX_PREFIX = "pgx:"
@@ -51,6 +51,23 @@ REWARD_BOUNDS: dict[str, float | None] = {
 }
 """The largest |reward| of one transition of each pgx 2.6 game, read off the pgx sources (None:
 no useful bound). Games not listed (newer pgx) get None."""
+
+
+def _mirror_columns(board: Array) -> Array:
+    return board[:, ::-1]
+
+
+REFLECTIONS: dict[str, Reflection] = {
+    # A (rows, columns, planes) board mirrored left to right; an action is a column (connect four)
+    # or the cell 3 * row + column (tic-tac-toe).
+    "connect_four": Reflection(observation=_mirror_columns, actions=tuple(range(6, -1, -1))),
+    "tic_tac_toe": Reflection(
+        observation=_mirror_columns,
+        actions=tuple(3 * row + 2 - column for row in range(3) for column in range(3)),
+    ),
+}
+"""Mirror symmetries (:class:`~mz_jax.envs.base.Reflection`) of pgx games, read off the pgx 2.6
+sources. Others have them too (go's and othello's eight, hex's half-turn) but are not written down."""
 
 
 REPEATS_PLAYER = frozenset({"backgammon"})
@@ -229,6 +246,7 @@ def make_pgx(env_id: str, max_episode_steps: int | None) -> Env:
         repeats_player=env_id in REPEATS_PLAYER,
         num_chance_outcomes=num_chance_outcomes,
         chance_outcome=chance_outcome,
+        reflection=REFLECTIONS.get(env_id),
         reset=reset,
         step=step,
     )
