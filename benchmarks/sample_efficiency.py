@@ -3,9 +3,10 @@
     python benchmarks/sample_efficiency.py            # every variant, 3 timed blocks each
     python benchmarks/sample_efficiency.py --quick    # one short block each, for a smoke test
 
-On the ``cartpole_sample_efficient`` preset with its EfficientZero terms switched off (MuZero), then
-each one switched on alone, then all of those the preset uses: ``make_train(config).step`` (act,
-store, ``updates_per_iteration`` learner updates with reanalyse and targets), compiled, warmed up
+On the ``cartpole_sample_efficient`` preset with its EfficientZero terms and mirrored batches
+switched off (MuZero), then each one switched on alone, then all of those the preset uses:
+``make_train(config).step`` (act, store, ``updates_per_iteration`` learner updates with reanalyse,
+targets and mirroring), compiled, warmed up
 until every iteration updates, then timed (``benchmarks/training.py``'s loop). Milliseconds per
 learner update are the step's time divided by its updates, so they include the iteration's small
 share of acting; compile seconds are those of the step alone.
@@ -32,6 +33,7 @@ def variants(preset):
         reanalyse_values=False,
         reanalyse_policy_fraction=0.0,
         off_policy_correction_steps=None,
+        augment_reflection=False,
         network=dataclasses.replace(preset.network, value_prefix_horizon=None),
     )
     yield "MuZero (all off)", muzero
@@ -46,6 +48,7 @@ def variants(preset):
     yield "reanalysed policy, 25%", dataclasses.replace(muzero, reanalyse_policy_fraction=0.25)
     yield "reanalysed policy, 100%", dataclasses.replace(muzero, reanalyse_policy_fraction=1.0)
     yield "off-policy correction", dataclasses.replace(muzero, off_policy_correction_steps=1000)
+    yield "mirrored batches", dataclasses.replace(muzero, augment_reflection=True)
     yield f"the preset ({PRESET})", preset
 
 
