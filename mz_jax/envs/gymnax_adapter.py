@@ -105,8 +105,8 @@ REFLECTIONS: dict[str, Reflection] = {
     "Catch-bsuite": Reflection(observation=lambda grid: grid[:, ::-1], actions=(2, 1, 0)),
 }
 """Mirror symmetries (:class:`~mz_jax.envs.base.Reflection`) of gymnax ids with their default
-``EnvParams``, read off the gymnax 1.0 sources; MountainCar has none (the hill is not symmetric
-about the start), nor do the MinAtar games (their objects do not start in mirrored places)."""
+``EnvParams``, read off the gymnax 1.0 sources; MountainCar has none (its goal is on one side of
+the valley), nor do the MinAtar games (their objects do not start in mirrored places)."""
 
 
 def gymnax_reflection(env_id: str, env: Any, params: Any) -> Reflection | None:
