@@ -25,7 +25,11 @@ Seed 0 of this preset over the whole 1M steps (``mz-jax train --config breakout_
 9.5, 9.4, 11.1, 10.5, 13.4, 13.6, 13.5 every 50k steps; ``mz-jax eval --episodes 256`` of the final
 checkpoint 13.48 (the L2 version's seed 0: 2.96). Seed 20, never used for a choice (2,380 s): 2.3,
 4.9, 6.6, 7.0, 7.0, 7.0, 8.0, 9.4, 9.5, 10.6, 11.0, 15.6, 9.4, 20.1, 16.4, 13.1, 13.0, 15.9, 15.1,
-14.5; its final checkpoint 15.77 over 256 episodes.
+14.5; its final checkpoint 15.77 over 256 episodes. Seeds 1 and 2 as one program (``--seed 1
+--num-seeds 2``, 8,862 s beside other runs): 3.9, 8.1, 6.6, 9.0, 9.4, 9.7, 9.6, 10.0, 12.2, 10.7,
+11.6, 13.7, 12.6, 18.1, 21.6, 10.5, 26.7, 15.8, 22.1, 22.9 / 3.0, 4.1, 6.0, 5.1, 5.8, 7.2, 7.5, 7.5,
+7.4, 8.0, 9.4, 10.5, 9.5, 12.0, 17.8, 16.0, 15.9, 17.6, 18.0, 18.0; their final checkpoints 22.44
+and 18.00 over 256 episodes. Seeds 0-2: 13.48, 22.44 and 18.00, a mean of 17.97.
 
 A 3x3 convolution with 16 channels before the representation's dense layers
 (``network.conv_channels=16``, the MinAtar paper's DQN network; seeds 10-11 as one program, 200k
