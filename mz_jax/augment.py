@@ -54,7 +54,7 @@ def reflect_batch(batch: Batch, flip: Array, reflection: Reflection) -> Batch:
 
 
 def check_reflection(reflection: Reflection, num_actions: int, name: str) -> None:
-    """Raises ValueError unless ``reflection.actions`` is a permutation of ``range(num_actions)``."""
+    """Raises ValueError unless ``reflection.actions`` permutes ``range(num_actions)``."""
     actions = tuple(reflection.actions)
     if sorted(actions) != list(range(num_actions)):
         raise ValueError(

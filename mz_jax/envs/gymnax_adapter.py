@@ -110,7 +110,7 @@ the valley), nor do the MinAtar games (their objects do not start in mirrored pl
 
 
 def gymnax_reflection(env_id: str, env: Any, params: Any) -> Reflection | None:
-    """:data:`REFLECTIONS`' entry for ``env_id``, where ``env`` and ``params`` keep it a symmetry."""
+    """:data:`REFLECTIONS`' entry for ``env_id`` where ``env`` and ``params`` keep it a symmetry."""
     if env_id == "Catch-bsuite" and env.columns % 2 == 0:  # the paddle starts right of the middle
         return None
     if env_id == "Acrobot-v1" and not bool(

@@ -67,7 +67,7 @@ REFLECTIONS: dict[str, Reflection] = {
     ),
 }
 """Mirror symmetries (:class:`~mz_jax.envs.base.Reflection`) of pgx games, read off the pgx 2.6
-sources. Others have them too (go's and othello's eight, hex's half-turn) but are not written down."""
+sources. Others have them too (go's and othello's eight, hex's half-turn), not written down here."""
 
 
 REPEATS_PLAYER = frozenset({"backgammon"})
