@@ -40,7 +40,7 @@ from common import machine_description, print_table
 from learning import LAST_WINDOW, STABILITY_WINDOW, first_on_target, last_mean, with_overrides
 
 from mz_jax import TrainConfig
-from mz_jax.envs import make_env
+from mz_jax.build import make_run_env
 from mz_jax.presets import load_preset
 from mz_jax.run import run_training
 from mz_jax.suite_results import evaluation_curves
@@ -99,7 +99,7 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
         )
     if preset.consistency_loss_weight == 0:
         yield "+ consistency loss (2)", dataclasses.replace(preset, consistency_loss_weight=2.0)
-    if not preset.augment_reflection and make_env(preset.env).reflection is not None:
+    if not preset.augment_reflection and make_run_env(preset).reflection is not None:
         yield "+ reflection", dataclasses.replace(preset, augment_reflection=True)
 
 
