@@ -197,6 +197,12 @@ def _learn(
     config = components.config
     batch_size = config.batch_size // jax.lax.axis_size(AXIS)
     reanalysed_policies = round(config.reanalyse_policy_fraction * batch_size)
+    first_refreshed_row = reanalyse.bootstrap_rows_from(
+        td_steps=config.td_steps,
+        off_policy_correction=config.off_policy_correction_steps is not None,
+        exploratory_steps=config.stop_value_targets_at_exploration
+        and config.random_action_probability > 0,
+    )
     make_batch_targets = jax.vmap(
         functools.partial(
             make_targets,
@@ -233,6 +239,7 @@ def _learn(
                 windows,
                 network=components.network,
                 final_observations=records_final_observation(components),
+                first_row=first_refreshed_row,
             )
         if reanalysed_policies:
             windows = reanalyse.refresh_policies(

@@ -7,9 +7,10 @@ network being trained. Just before the targets are built, the learner may refres
 of windows (leaves ``[B, W, ...]``, see :mod:`mz_jax.replay`) with its target parameters (a copy of
 the parameters a few updates old):
 
-* :func:`refresh_values`: every row's ``root_value`` becomes the network's value of its
-  observation, and the ``bootstrap_value`` of a truncated episode the value of the observation it
-  reached (stored for this by ``rollout(record_final_observation=True)``);
+* :func:`refresh_values`: the ``root_value`` of every row the value targets can read becomes the
+  network's value of its observation (:func:`bootstrap_rows_from` says which), and the
+  ``bootstrap_value`` of a truncated episode the value of the observation it reached (stored for
+  this by ``rollout(record_final_observation=True)``);
 * :func:`refresh_policies`: the policy targets of steps 0..K of the first windows become those of a
   fresh search from their stored observations and legal actions;
 * :func:`td_steps_for_age` (off-policy correction): older data bootstraps after fewer real rewards,
@@ -46,17 +47,27 @@ def refresh_values(
     *,
     network: MuZeroNetwork,
     final_observations: bool = False,
+    first_row: int = 0,
 ) -> Trajectory:
-    """``windows`` (leaves ``[B, W, ...]``) with every ``root_value`` replaced by the network's value
-    of its row's observation, and, with ``final_observations`` (the windows hold them, as
-    ``rollout(record_final_observation=True)`` records them), the first truncation's
-    ``bootstrap_value`` of each window by the value of the observation it reached (from the
-    perspective of the player at that row). The n-step targets bootstrap from these rows (wherever
-    off-policy correction or an exploratory action cuts the return), so all W rows are refreshed.
+    """``windows`` (leaves ``[B, W, ...]``) with the ``root_value`` of rows ``first_row..W-1``
+    replaced by the network's value of their observations, and, with ``final_observations`` (the
+    windows hold them, as ``rollout(record_final_observation=True)`` records them), the first
+    truncation's ``bootstrap_value`` of each window by the value of the observation it reached (from
+    the perspective of the player at that row).
+
+    The n-step targets bootstrap from any row where off-policy correction or an exploratory action
+    cuts the return, so by default all W rows are refreshed. Where neither can happen, the targets
+    read ``root_value`` only at rows ``td_steps..td_steps+K`` (:func:`bootstrap_rows_from`), and
+    ``first_row=td_steps`` skips the inference of the rows before them, which are left as stored.
     """
     batch, rows = windows.reward.shape
-    values = _values(params, network, _flatten2(windows.observation)).reshape(batch, rows)
-    windows = windows._replace(root_value=values)
+    if not 0 <= first_row < rows:
+        raise ValueError(
+            f"first_row must be in [0, {rows}) for windows of {rows} rows; got {first_row}"
+        )
+    observation = _flatten2(windows.observation[:, first_row:])
+    values = _values(params, network, observation).reshape(batch, rows - first_row)
+    windows = windows._replace(root_value=windows.root_value.at[:, first_row:].set(values))
     if not final_observations:
         return windows  # keep the acting-time estimates of truncation bootstraps
     # Only the first truncation of a window can be read by the targets (a row after it belongs to
@@ -96,6 +107,15 @@ def refresh_policies(
     out = search(params, key, observation, legal, network=network, config=search_config)
     policy = jax.lax.stop_gradient(out.policy).reshape(count, steps, -1)
     return windows._replace(policy=windows.policy.at[:count, :steps].set(policy))
+
+
+def bootstrap_rows_from(
+    *, td_steps: int, off_policy_correction: bool, exploratory_steps: bool
+) -> int:
+    """The first window row whose ``root_value`` the value targets can read: ``td_steps`` when every
+    return runs its full n steps (no off-policy correction, no exploratory action that cuts it),
+    else 0. The argument of :func:`refresh_values`' ``first_row``."""
+    return 0 if off_policy_correction or exploratory_steps else td_steps
 
 
 def window_age(replay: ReplayState, index: ReplayIndex, *, num_envs: int) -> Array:

@@ -367,6 +367,58 @@ def test_truncation_bootstraps_are_refreshed():
     )
 
 
+def test_value_refresh_from_td_steps_reads_no_stale_row():
+    from mz_jax.targets import make_targets
+
+    network, params = _value_network()
+    g, h_inv = 0.5, lambda x: float(transforms.h_inv(x))
+    stale = [np.nan] * 4  # what the refresh leaves in rows 0..td-1 must never reach a target
+    window = _window([1.0, 2.0, 4.0, 8.0], stale)
+    out = reanalyse.refresh_values(
+        params, jax.tree.map(lambda x: x[None], window), network=network, first_row=2
+    )
+    assert np.isnan(out.root_value[0, :2]).all()  # left as stored
+    np.testing.assert_allclose(out.root_value[0, 2:], [h_inv(2.0), h_inv(3.0)], rtol=1e-5)
+    batch = make_targets(
+        jax.tree.map(lambda x: x[0], out), num_unroll_steps=1, td_steps=2, discount=g
+    )
+    np.testing.assert_allclose(
+        batch.target_value, [1 + g * 2 + g * g * h_inv(2.0), 2 + g * 4 + g * g * h_inv(3.0)]
+    )
+    # Episode ends anywhere in the window: the targets still read no row before td_steps.
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        ends = rng.choice(8, size=rng.integers(0, 3), replace=False)
+        window = _window(rng.normal(size=8), [np.nan] * 8, truncated=ends[:1])
+        window = window._replace(terminated=jnp.asarray(np.isin(np.arange(8), ends[1:])))
+        window = window._replace(observation=jnp.zeros((8, 2)))  # values h⁻¹(0) = 0
+        out = reanalyse.refresh_values(
+            params, jax.tree.map(lambda x: x[None], window), network=network, first_row=3
+        )
+        batch = make_targets(
+            jax.tree.map(lambda x: x[0], out), num_unroll_steps=4, td_steps=3, discount=g
+        )
+        assert np.isfinite(batch.target_value).all(), ends
+    with pytest.raises(ValueError, match="first_row must be in"):
+        reanalyse.refresh_values(
+            params, jax.tree.map(lambda x: x[None], window), network=network, first_row=8
+        )
+    # Where a return may stop early, every row can be read.
+    assert (
+        reanalyse.bootstrap_rows_from(
+            td_steps=5, off_policy_correction=False, exploratory_steps=False
+        )
+        == 5
+    )
+    for flags in [(True, False), (False, True), (True, True)]:
+        assert (
+            reanalyse.bootstrap_rows_from(
+                td_steps=5, off_policy_correction=flags[0], exploratory_steps=flags[1]
+            )
+            == 0
+        )
+
+
 def _value_network():
     """Value of observation [x] is exactly h⁻¹(x) for integer x (a one-hot on bin x)."""
     support = 4
