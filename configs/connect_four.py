@@ -69,6 +69,15 @@ Tried on seeds 10-12 as one program and stopped early, both behind this preset o
 ``random_action_probability`` 0.1 (0.58-0.69 from 10k to 90k steps), and fresh value targets
 (``reanalyse_values``; 0.56-0.64 to 30k steps, at 2.4 times the seconds per environment step).
 
+Mirrored batches (``--augment-reflection``: half of each batch reflected left to right, the
+columns' order reversed; seeds 10 and 11 as one program, 100k steps, 975 s beside tests; then
+``benchmarks/tactics.py`` and ``mz-jax eval``): its move took a win in one in 0.54 and 0.56 of the
+positions with one (this preset: 0.33-0.46; the ResNet above: 0.69 and 0.72) and avoided handing one
+over in 0.42 and 0.46 (0.32-0.37), its model gave a winning move a reward of 0.35 against 0.07 and
+0.06 for the others, and it won 241 and 250 of 256 games against the random player (this preset: 243
+and 243) and 3 and 0 of 64 against ``mcts:200``. Better tactics for one select over each batch, on two seeds
+and a quarter of the preset's length: not adopted until a board-suite run of 400k steps measures it.
+
 A floor of 0.1 on the range by which Gumbel's sigma rescales Q-values
 (``search.rescale_min_range=0.1``; seeds 10 and 11 as one program, 100k steps, against this preset
 run the same way): 224 and 225 of 256 games won against the random player (the preset: 220 and
