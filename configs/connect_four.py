@@ -75,8 +75,9 @@ columns' order reversed; seeds 10 and 11 as one program, 100k steps, 975 s besid
 positions with one (this preset: 0.33-0.46; the ResNet above: 0.69 and 0.72) and avoided handing one
 over in 0.42 and 0.46 (0.32-0.37), its model gave a winning move a reward of 0.35 against 0.07 and
 0.06 for the others, and it won 241 and 250 of 256 games against the random player (this preset: 243
-and 243) and 3 and 0 of 64 against ``mcts:200``. Better tactics for one select over each batch, on two seeds
-and a quarter of the preset's length: not adopted until a board-suite run of 400k steps measures it.
+and 243) and 3 and 0 of 64 against ``mcts:200``. Better tactics for one select over each batch, on
+two seeds and a quarter of the preset's length: not adopted until a board-suite run of 400k steps
+measures it.
 
 A floor of 0.1 on the range by which Gumbel's sigma rescales Q-values
 (``search.rescale_min_range=0.1``; seeds 10 and 11 as one program, 100k steps, against this preset
