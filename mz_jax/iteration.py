@@ -19,7 +19,7 @@ from mz_jax import actor as actor_lib
 from mz_jax import augment, learner, reanalyse
 from mz_jax import replay as replay_lib
 from mz_jax.build import Components
-from mz_jax.targets import make_targets
+from mz_jax.targets import bootstrap_rows_from, make_targets
 from mz_jax.types import Array, Params
 
 AXIS = learner.AXIS
@@ -197,7 +197,7 @@ def _learn(
     config = components.config
     batch_size = config.batch_size // jax.lax.axis_size(AXIS)
     reanalysed_policies = round(config.reanalyse_policy_fraction * batch_size)
-    first_refreshed_row = reanalyse.bootstrap_rows_from(
+    first_refreshed_row = bootstrap_rows_from(
         td_steps=config.td_steps,
         off_policy_correction=config.off_policy_correction_steps is not None,
         exploratory_steps=config.stop_value_targets_at_exploration

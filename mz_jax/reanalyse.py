@@ -8,9 +8,9 @@ of windows (leaves ``[B, W, ...]``, see :mod:`mz_jax.replay`) with its target pa
 the parameters a few updates old):
 
 * :func:`refresh_values`: the ``root_value`` of every row the value targets can read becomes the
-  network's value of its observation (:func:`bootstrap_rows_from` says which), and the
-  ``bootstrap_value`` of a truncated episode the value of the observation it reached (stored for
-  this by ``rollout(record_final_observation=True)``);
+  network's value of its observation (:func:`mz_jax.targets.bootstrap_rows_from` says which), and
+  the ``bootstrap_value`` of a truncated episode the value of the observation it reached (stored
+  for this by ``rollout(record_final_observation=True)``);
 * :func:`refresh_policies`: the policy targets of steps 0..K of the first windows become those of a
   fresh search from their stored observations and legal actions;
 * :func:`td_steps_for_age` (off-policy correction): older data bootstraps after fewer real rewards,
@@ -57,8 +57,9 @@ def refresh_values(
 
     The n-step targets bootstrap from any row where off-policy correction or an exploratory action
     cuts the return, so by default all W rows are refreshed. Where neither can happen, the targets
-    read ``root_value`` only at rows ``td_steps..td_steps+K`` (:func:`bootstrap_rows_from`), and
-    ``first_row=td_steps`` skips the inference of the rows before them, which are left as stored.
+    read ``root_value`` only at rows ``td_steps..td_steps+K``
+    (:func:`mz_jax.targets.bootstrap_rows_from`), and ``first_row=td_steps`` skips the inference
+    of the rows before them, which are left as stored.
     """
     batch, rows = windows.reward.shape
     if not 0 <= first_row < rows:
@@ -107,15 +108,6 @@ def refresh_policies(
     out = search(params, key, observation, legal, network=network, config=search_config)
     policy = jax.lax.stop_gradient(out.policy).reshape(count, steps, -1)
     return windows._replace(policy=windows.policy.at[:count, :steps].set(policy))
-
-
-def bootstrap_rows_from(
-    *, td_steps: int, off_policy_correction: bool, exploratory_steps: bool
-) -> int:
-    """The first window row whose ``root_value`` the value targets can read: ``td_steps`` when every
-    return runs its full n steps (no off-policy correction, no exploratory action that cuts it),
-    else 0. The argument of :func:`refresh_values`' ``first_row``."""
-    return 0 if off_policy_correction or exploratory_steps else td_steps
 
 
 def window_age(replay: ReplayState, index: ReplayIndex, *, num_envs: int) -> Array:

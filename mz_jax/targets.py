@@ -55,6 +55,15 @@ def window_length(*, num_unroll_steps: int, td_steps: int) -> int:
     return num_unroll_steps + td_steps + 1
 
 
+def bootstrap_rows_from(
+    *, td_steps: int, off_policy_correction: bool, exploratory_steps: bool
+) -> int:
+    """The first window row whose ``root_value`` :func:`make_targets` can read: ``td_steps`` when
+    every return runs its full n steps (no off-policy correction, no exploratory action that cuts
+    it), else 0. Reanalyse refreshes the values from there (``refresh_values(first_row=...)``)."""
+    return 0 if off_policy_correction or exploratory_steps else td_steps
+
+
 def _any_before(flags: Array) -> Array:
     """``out[j] = any(flags[:j])`` for a bool vector ``[N]`` (an exclusive cumulative or)."""
     counts = jnp.cumsum(flags.astype(jnp.int32))

@@ -368,7 +368,7 @@ def test_truncation_bootstraps_are_refreshed():
 
 
 def test_value_refresh_from_td_steps_reads_no_stale_row():
-    from mz_jax.targets import make_targets
+    from mz_jax.targets import bootstrap_rows_from, make_targets
 
     network, params = _value_network()
     g, h_inv = 0.5, lambda x: float(transforms.h_inv(x))
@@ -405,14 +405,11 @@ def test_value_refresh_from_td_steps_reads_no_stale_row():
         )
     # Where a return may stop early, every row can be read.
     assert (
-        reanalyse.bootstrap_rows_from(
-            td_steps=5, off_policy_correction=False, exploratory_steps=False
-        )
-        == 5
+        bootstrap_rows_from(td_steps=5, off_policy_correction=False, exploratory_steps=False) == 5
     )
     for flags in [(True, False), (False, True), (True, True)]:
         assert (
-            reanalyse.bootstrap_rows_from(
+            bootstrap_rows_from(
                 td_steps=5, off_policy_correction=flags[0], exploratory_steps=flags[1]
             )
             == 0
