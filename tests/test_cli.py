@@ -13,8 +13,10 @@ import pytest
 import mz_jax
 from mz_jax import TrainConfig
 from mz_jax.cli import default_workdir, main
+from mz_jax.envs import make_env
 from mz_jax.metrics import EVAL_RETURN, LOSS, UPDATES
 from mz_jax.presets import PresetError, list_presets, load_preset
+from mz_jax.train import make_train
 from mz_jax.workdir import read_metrics
 
 PRESETS = (
@@ -224,6 +226,18 @@ def test_presets():
         assert stochastic.network.num_chance_outcomes == 32 and stochastic.search.policy == "gumbel"
     backgammon = load_preset("backgammon")
     assert backgammon.discount == 1.0 and backgammon.network.value_support_size >= 3
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_preset_builds_for_its_own_environment(name):
+    """Each preset passes the checks the build makes against its environment, which loading it
+    does not: a mirror symmetry where it mirrors its batches, supports that hold its returns, a
+    network for its observations. Nothing is compiled."""
+    config = load_preset(name)
+    if config.augment_reflection:
+        assert make_env(config.env).reflection is not None
+    trainer = make_train(config)
+    assert trainer.config.env == config.env
 
 
 def test_default_workdir_names_the_preset_or_the_environment():
