@@ -120,6 +120,29 @@ median of 2,512 steps against 3,008; 22 of the 31 evaluations after a seed's fir
 against 17 of 34; the mean of each seed's last five evaluations is 330 against 280. Not timed: it
 adds one select over the batch to each update.
 
+**Two updates of batch 64 per environment step** (``updates_per_iteration`` 32, ``batch_size`` 64)
+rather than one of 128: the same sequences sampled per environment step, twice the optimiser
+steps. Three sets of five seeds never used before, 4,000 env steps, each set as one program
+(``python benchmarks/ablation.py --seeds 5 --first-seed S --total-env-steps 4000 --only preset
+--no-additions --variant "batch_size=64 updates_per_iteration=32"``). Each cell: the mean of every
+evaluation of the five seeds, then each seed's env steps to its first evaluation >= 475:
+
+| seeds | this preset | two updates of 64 |
+|---|---|---|
+| 1600-1604 | 247.2: -, 1,504, 2,512, -, - | 290.1: -, 2,000, 1,008, 1,008, - |
+| 1800-1804 | 251.6: -, -, -, 2,512, 2,512 | 339.8: 2,000, 2,512, 1,008, -, 2,512 |
+| 2000-2004 | 319.9: 3,008, 1,504, -, -, 3,504 | 352.6: 3,008, 512, 3,504, 1,504, 1,008 |
+
+Ahead on each set (327.5 against 272.9 on average; 12 of 15 seeds reach 475 against 7, at a
+median of 1,752 steps against 2,512; 31 of 53 later evaluations stay there against 13 of 22), at
+about 1.2x the seconds (438 s against 363 s for the first set). But on seeds 0-4 over 8,000 steps
+(``python benchmarks/learning.py --config cartpole_sample_efficient --seeds 0 1 2 3 4 --set
+batch_size=64 --set updates_per_iteration=32``) it first reached 475 after 4,000, 1,008, 6,512 and
+1,008 steps, and seed 4 not at all (best 269), against this preset's 3,504, 2,000, 2,000, 1,504
+and 3,504 (README). Ahead on three sets of five and well behind on the fourth: not adopted until
+more seeds decide it. One update of batch 64 per step (seeds 1600-1604): 187.6, one seed reaching
+475.
+
 ``python benchmarks/learning.py --config cartpole_sample_efficient --seeds 0 1 2 3 4`` measures it;
 the README gives the table and ``benchmarks/ablation.py`` each term's share.
 """
