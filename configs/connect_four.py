@@ -9,7 +9,7 @@ steps, with a wider MLP (256 x 256) for the larger board, the reward term weight
 (``augment_reflection``; below). The board suite trains it and then plays ``mcts:200`` (MCTS with
 random rollouts on the true game, 200 simulations).
 
-Until **Mirrored batches** below, "this preset" is the version without the mirroring.
+Outside **Mirrored batches** below, "this preset" is the version without the mirroring.
 
 **The reward weight.** What the trained agent lacks is one-move tactics (``python
 benchmarks/tactics.py``: 2,048 positions from random play, 361 of them with a win in one and 303
