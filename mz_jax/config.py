@@ -99,8 +99,8 @@ class TrainConfig:
     """Weight of the value loss (0.25 in MuZero Reanalyse)."""
     reward_loss_weight: float = 1.0
     """Weight of the reward loss (1 in MuZero). A game scored once, at its end, trains the reward
-    head on one transition in tens, and the joint loss learns it slowly: configs/connect_four.py
-    has the measurements."""
+    head on one transition in tens, and the joint loss learns it slowly:
+    benchmarks/tuning/connect_four.md has the measurements."""
     consistency_loss_weight: float = 0.0
     """Weight of EfficientZero's self-supervised consistency loss (2 in the paper): the projected
     unrolled hidden states are pulled towards the projected representations of the observations
