@@ -13,7 +13,7 @@ The README has the commands. On two CPU cores
 itself; 58 s before the learner was traced as straight-line code, ``TrainConfig.unroll_learner``).
 On a CPU use ``breakout_minatar_mlp``, measured over 1M steps on two cores (21 to 42 minutes a
 seed, by machine; greedy returns of 13.5, 22.4, 18.0 and 15.8 for seeds 0, 1, 2 and 20 against
-the random policy's 0.43, its docstring has the numbers).
+the random policy's 0.43; benchmarks/tuning/breakout_minatar_mlp.md has the evaluations).
 """
 
 from mz_jax import NetworkConfig, SearchConfig, TrainConfig
