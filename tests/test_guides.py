@@ -87,8 +87,11 @@ def test_index_lists_every_guide():
 
 
 def test_paths_named_in_the_docs_exist():
+    # The guides, the README, the tuning records and the presets' docstrings, which point at them.
+    tuning = sorted((REPO / "benchmarks" / "tuning").glob("*.md"))
+    presets = sorted((REPO / "configs").glob("*.py"))
     named = set()
-    for page in DOCS:
+    for page in [*DOCS, REPO / "README.md", *tuning, *presets]:
         named |= set(
             re.findall(
                 r"\b((?:examples|tests|benchmarks|docs|configs)/[\w./-]+\.\w+)", page.read_text()
@@ -97,6 +100,19 @@ def test_paths_named_in_the_docs_exist():
     assert named, "expected the guides to name example and test files"
     missing = sorted(path for path in named if not (REPO / path).exists())
     assert not missing, f"the guides name files that do not exist: {missing}"
+
+
+def test_every_tuning_record_is_listed_and_named_by_its_preset():
+    tuning = REPO / "benchmarks" / "tuning"
+    index = (tuning / "README.md").read_text()
+    for record in sorted(tuning.glob("*.md")):
+        if record.name == "README.md":
+            continue
+        assert f"]({record.name})" in index, (
+            f"benchmarks/tuning/README.md does not link {record.name}"
+        )
+        preset = REPO / "configs" / f"{record.stem}.py"
+        assert f"benchmarks/tuning/{record.name}" in preset.read_text(), preset
 
 
 # ---------------------------------------------------------------------------------------------------
