@@ -20,6 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 DOCS = sorted((REPO / "docs").glob("*.md"))
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
+TUNING = REPO / "benchmarks" / "tuning"  # one record per preset, and README.md, their index
 TIMEOUT_S = 600  # compile-bound, on two shared cores
 
 
@@ -88,10 +89,9 @@ def test_index_lists_every_guide():
 
 def test_paths_named_in_the_docs_exist():
     # The guides, the README, the tuning records and the presets' docstrings, which point at them.
-    tuning = sorted((REPO / "benchmarks" / "tuning").glob("*.md"))
     presets = sorted((REPO / "configs").glob("*.py"))
     named = set()
-    for page in [*DOCS, REPO / "README.md", *tuning, *presets]:
+    for page in [*DOCS, REPO / "README.md", *sorted(TUNING.glob("*.md")), *presets]:
         named |= set(
             re.findall(
                 r"\b((?:examples|tests|benchmarks|docs|configs)/[\w./-]+\.\w+)", page.read_text()
@@ -99,13 +99,12 @@ def test_paths_named_in_the_docs_exist():
         )
     assert named, "expected the guides to name example and test files"
     missing = sorted(path for path in named if not (REPO / path).exists())
-    assert not missing, f"the guides name files that do not exist: {missing}"
+    assert not missing, f"the docs and presets name files that do not exist: {missing}"
 
 
 def test_every_tuning_record_is_listed_and_named_by_its_preset():
-    tuning = REPO / "benchmarks" / "tuning"
-    index = (tuning / "README.md").read_text()
-    for record in sorted(tuning.glob("*.md")):
+    index = (TUNING / "README.md").read_text()
+    for record in sorted(TUNING.glob("*.md")):
         if record.name == "README.md":
             continue
         assert f"]({record.name})" in index, (
