@@ -296,8 +296,9 @@ class Checkpointer:
             )
         raise CheckpointError(
             f"{count} in {self.directory} cannot be restored into this run's state ({which} "
-            f"{newest.detail}): a different network or environment gives other shapes; resume "
-            "with the configuration that saved them, or use another --workdir",
+            f"{newest.detail}): a different network or environment gives other shapes, and so does "
+            "an mz_jax version that keeps other state; resume with the configuration and version "
+            "that saved them, or use another --workdir",
             corrupt=False,
         )
 
