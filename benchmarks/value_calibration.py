@@ -81,11 +81,11 @@ def play(agent: Agent, key: jax.Array, *, episodes: int, max_steps: int) -> dict
         output, _ = network.initial_inference(params, observation)
         return logits_to_scalar(output.value_logits)
 
-    def one_step(carry, step_key):
+    def one_step(params, carry, step_key):
         state, timestep, alive = carry
         search_key, env_key = jax.random.split(step_key)
-        out = greedy(agent.params, search_key, timestep.observation, timestep.legal_action_mask)
-        value = value_of(agent.params, timestep.observation)
+        out = greedy(params, search_key, timestep.observation, timestep.legal_action_mask)
+        value = value_of(params, timestep.observation)
         env_keys = jax.random.split(env_key, episodes)
         state, next_step = jax.vmap(env.step)(env_keys, state, out.action)
         record = {
@@ -93,23 +93,25 @@ def play(agent: Agent, key: jax.Array, *, episodes: int, max_steps: int) -> dict
             "reward": next_step.reward,
             "terminated": next_step.terminated,
             "truncated": next_step.truncated,
-            "bootstrap": value_of(agent.params, next_step.final_observation),
+            "bootstrap": value_of(params, next_step.final_observation),
             "alive": alive,
         }
         ended = next_step.terminated | next_step.truncated
         return (state, next_step, alive & ~ended), record
 
     @jax.jit
-    def run():
+    def run(params):  # the parameters as an argument, not constants folded into the program
         reset_key, steps_key = jax.random.split(key)
         state, timestep = jax.vmap(env.reset)(jax.random.split(reset_key, episodes))
         alive = jnp.ones((episodes,), bool)
         _, records = jax.lax.scan(
-            one_step, (state, timestep, alive), jax.random.split(steps_key, max_steps)
+            functools.partial(one_step, params),
+            (state, timestep, alive),
+            jax.random.split(steps_key, max_steps),
         )
         return records
 
-    records = jax.tree.map(np.array, run())  # writable copies
+    records = jax.tree.map(np.array, run(agent.params))  # writable copies
     # An episode still running after max_steps is truncated at its last row.
     records["truncated"][-1] |= records["alive"][-1] & ~records["terminated"][-1]
     return records
