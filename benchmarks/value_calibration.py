@@ -70,10 +70,11 @@ def summarise(value: np.ndarray, returns: np.ndarray) -> dict[str, float]:
     }
 
 
-def play(agent: Agent, key: jax.Array, *, episodes: int, max_steps: int) -> dict[str, np.ndarray]:
-    """``[max_steps, episodes]`` records of greedy play: value, reward, terminated, truncated,
-    bootstrap (the value of the observation a truncation reached) and alive (the row belongs to
-    the episode's first run)."""
+def make_play(agent: Agent, *, episodes: int, max_steps: int):
+    """``play(params, key)``: ``[max_steps, episodes]`` records of greedy play with ``agent``'s
+    environment, network and search: value, reward, terminated, truncated, bootstrap (the value of
+    the observation a truncation reached) and alive (the row belongs to the episode's first run).
+    One program for every seed of a run: only the parameters differ between them."""
     env, network = agent.env, agent.network
     greedy = functools.partial(search, network=network, config=agent.search_config, greedy=True)
 
@@ -100,7 +101,7 @@ def play(agent: Agent, key: jax.Array, *, episodes: int, max_steps: int) -> dict
         return (state, next_step, alive & ~ended), record
 
     @jax.jit
-    def run(params):  # the parameters as an argument, not constants folded into the program
+    def run(params, key):
         reset_key, steps_key = jax.random.split(key)
         state, timestep = jax.vmap(env.reset)(jax.random.split(reset_key, episodes))
         alive = jnp.ones((episodes,), bool)
@@ -111,15 +112,18 @@ def play(agent: Agent, key: jax.Array, *, episodes: int, max_steps: int) -> dict
         )
         return records
 
-    records = jax.tree.map(np.array, run(agent.params))  # writable copies
-    # An episode still running after max_steps is truncated at its last row.
-    records["truncated"][-1] |= records["alive"][-1] & ~records["terminated"][-1]
-    return records
+    def play(params, key: jax.Array) -> dict[str, np.ndarray]:
+        records = jax.tree.map(np.array, run(params, key))  # writable copies
+        # An episode still running after max_steps is truncated at its last row.
+        records["truncated"][-1] |= records["alive"][-1] & ~records["terminated"][-1]
+        return records
+
+    return play
 
 
 def calibrate(workdir: str, *, episodes: int, max_steps: int, seed: int) -> list[list[object]]:
     config = read_config(workdir)
-    rows = []
+    rows, play = [], None
     for index in range(config.num_seeds):
         agent = Agent.restore(workdir, seed_index=index)
         if agent.env.num_players != 1:
@@ -127,7 +131,9 @@ def calibrate(workdir: str, *, episodes: int, max_steps: int, seed: int) -> list
                 f"{agent.env.name} has {agent.env.num_players} players; value_calibration.py "
                 "reads single-player values only"
             )
-        records = play(agent, jax.random.key(seed), episodes=episodes, max_steps=max_steps)
+        if play is None:  # compiled once: the seeds of a run share everything but parameters
+            play = make_play(agent, episodes=episodes, max_steps=max_steps)
+        records = play(agent.params, jax.random.key(seed))
         returns = realised_returns(
             records["reward"],
             records["terminated"],

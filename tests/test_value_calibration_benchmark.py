@@ -54,7 +54,8 @@ def test_play_records_one_episode_per_column_with_cartpole_returns():
     )
     components = build(config)
     agent = Agent(config, components.init_params(jax.random.key(0)))
-    records = calibration.play(agent, jax.random.key(1), episodes=3, max_steps=60)
+    play = calibration.make_play(agent, episodes=3, max_steps=60)
+    records = play(agent.params, jax.random.key(1))
     alive = records["alive"]
     assert alive.shape == (60, 3)
     for column in range(3):
