@@ -326,6 +326,14 @@ def make_network(
             f"None for {env.name}, whose observations have shape {env.observation_shape}: the "
             "convolution needs image observations [H, W, C]",
         )
+    if config.observation_scale is not None and (kind != "mlp" or config.num_chance_outcomes):
+        fail(
+            "network.observation_scale",
+            config.observation_scale,
+            "None here: the scale is part of the deterministic MLP network (network.kind 'mlp' "
+            f"without num_chance_outcomes); this is kind {kind!r}"
+            + (" with chance outcomes" if config.num_chance_outcomes else ""),
+        )
     common = dict(
         observation_shape=env.observation_shape,
         num_actions=env.num_actions,
@@ -352,5 +360,10 @@ def make_network(
         value_prefix_horizon=config.value_prefix_horizon, lstm_size=config.lstm_size, **common
     )
     if kind == "mlp":
-        return networks.mlp_network(**mlp, **deterministic, conv_channels=config.conv_channels)
+        return networks.mlp_network(
+            **mlp,
+            **deterministic,
+            conv_channels=config.conv_channels,
+            observation_scale=config.observation_scale,
+        )
     return networks.resnet_network(**resnet, **deterministic)

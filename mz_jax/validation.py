@@ -88,6 +88,14 @@ def sizes(minimum: int = 1) -> Rule:
     )
 
 
+def scales() -> Rule:
+    """A non-empty tuple of finite numbers > 0."""
+    return Rule(
+        lambda v: isinstance(v, tuple | list) and bool(v) and all(is_real(x) and x > 0 for x in v),
+        "a non-empty tuple of finite numbers > 0",
+    )
+
+
 def pair(rule: Rule, *, ordered: bool = False) -> Rule:
     """A pair ``(a, b)`` of values that ``rule`` accepts (``a < b`` when ``ordered``)."""
 
@@ -194,6 +202,7 @@ RULES: dict[str, Rule] = {
     "downsample": boolean(),
     "observation_layer_norm": boolean(),
     "conv_channels": optional(_POSITIVE),
+    "observation_scale": optional(scales()),
     "value_support_size": _POSITIVE,
     "reward_support_size": _POSITIVE,
     "projection_size": _POSITIVE,

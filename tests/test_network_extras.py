@@ -477,3 +477,67 @@ def test_conv_channels_reaches_the_mlp_from_the_config_and_is_refused_elsewhere(
             build(config)
     with pytest.raises(ValueError, match=r"network\.conv_channels"):
         NetworkConfig(conv_channels=0)
+
+
+@pytest.mark.parametrize(
+    "shape, conv_channels", [((5,), None), ((3, 3, 2), 4)], ids=["vector", "image"]
+)
+def test_observation_scale_is_the_network_on_the_scaled_observation(shape, conv_channels):
+    kwargs = dict(MLP_KWARGS, observation_shape=shape, conv_channels=conv_channels)
+    scale = np.linspace(0.5, 20.0, int(np.prod(shape)))
+    plain, params = make_mlp_network(jax.random.key(3), **kwargs)
+    scaled, scaled_params = make_mlp_network(
+        jax.random.key(3), **kwargs, observation_scale=list(scale)
+    )
+    # A constant, not a parameter: the same key draws the same parameters.
+    same = jax.tree.map(np.array_equal, params, scaled_params)
+    assert all(jax.tree.leaves(same))
+    # Trained-looking value and policy heads, so that the outputs depend on the observation.
+    params = jax.tree.map(lambda x: x + 0.3 * jax.random.normal(jax.random.key(4), x.shape), params)
+    observation = jax.random.normal(jax.random.key(5), (BATCH, *shape))
+    by_hand = observation * scale.reshape(shape).astype(np.float32)
+    got, got_hidden = scaled.initial_inference(params, observation)
+    want, want_hidden = plain.initial_inference(params, by_hand)
+    unscaled, _ = plain.initial_inference(params, observation)
+    np.testing.assert_allclose(got_hidden, want_hidden, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got.policy_logits, want.policy_logits, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got.value_logits, want.value_logits, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(got.policy_logits, unscaled.policy_logits, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "scale, message",
+    [
+        ((1.0, 2.0, 3.0), r"None or 5 numbers > 0, one per feature .* shape \(5,\); got 3"),
+        ((1.0, 2.0, 0.0, 1.0, 1.0), "finite numbers > 0"),
+        ((1.0, -2.0, 1.0, 1.0, 1.0), "finite numbers > 0"),
+        ((1.0, float("nan"), 1.0, 1.0, 1.0), "finite numbers > 0"),
+        (("a", 1.0, 1.0, 1.0, 1.0), "finite numbers > 0"),
+        ((), "finite numbers > 0"),
+    ],
+)
+def test_observation_scale_refuses_bad_factors(scale, message):
+    with pytest.raises(ValueError, match=rf"argument 'observation_scale' = .* {message}"):
+        mlp_network(**MLP_KWARGS, observation_scale=scale)
+
+
+def test_observation_scale_reaches_the_mlp_from_the_config_and_is_refused_elsewhere():
+    from mz_jax import NetworkConfig, TrainConfig, build
+
+    network = NetworkConfig(hidden_sizes=(8,), latent_size=4, observation_scale=(1, 2, 20, 2))
+    config = TrainConfig(env="gymnax:CartPole-v1", num_envs=2, network=network)
+    components = build(config)
+    params = components.init_params(jax.random.key(0))
+    plain = build(
+        dataclasses.replace(config, network=dataclasses.replace(network, observation_scale=None))
+    )
+    observation = jnp.array([[0.5, -0.3, 0.04, 0.2]])
+    got, _ = components.network.initial_inference(params, observation)
+    want, _ = plain.network.initial_inference(params, observation * jnp.array([1, 2, 20, 2.0]))
+    np.testing.assert_allclose(got.policy_logits, want.policy_logits, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got.value_logits, want.value_logits, rtol=1e-5, atol=1e-6)
+    image = TrainConfig(env="gymnax:Breakout-MinAtar", num_envs=2, network=network)
+    with pytest.raises(ValueError, match=r"'network\.observation_scale' = .*kind 'resnet'"):
+        build(image)
+    with pytest.raises(ValueError, match=r"network\.observation_scale"):
+        NetworkConfig(observation_scale=(1.0, 0.0))

@@ -28,6 +28,12 @@ class NetworkConfig:
     observation is (how far the pole leans) reaches the network only through the layer's biases;
     False leaves it out (``Linear -> ReLU``). Low-dimensional vector observations learned faster
     without it in our runs (the cartpole_sample_efficient preset)."""
+    observation_scale: tuple[float, ...] | None = None
+    """MLP: None, or one factor per observation feature (of the flattened observation) that the
+    representation multiplies the observation by before its first layer, so that features of very
+    different sizes (CartPole's pole angle, a few hundredths of a radian, beside the cart's
+    position, up to 2.4) move the first layer's output by similar amounts under Adam, whose steps
+    are about the same size for every weight. Deterministic MuZero only."""
     conv_channels: int | None = None
     """MLP on image observations [H, W, C]: None flattens the frame into the representation MLP;
     C puts a 3x3 convolution with C channels and a ReLU before it (the MinAtar paper's DQN network:

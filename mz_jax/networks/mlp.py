@@ -45,12 +45,14 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
         observation_layer_norm: bool,
         predict_turn: bool,
         conv: tuple[int, int] | None,
+        observation_scale: tuple[float, ...] | None,
         dtype,
         rngs: nnx.Rngs,
     ):
         """``value_prefix``: None, or the LSTM size of a value-prefix network. ``conv``: None, or
         ``(in_channels, out_channels)`` of the convolution before the representation MLP, whose
-        ``observation_size`` is then the convolution's flattened output."""
+        ``observation_size`` is then the convolution's flattened output. ``observation_scale``:
+        None, or the factors of the flattened observation (a constant, not a parameter)."""
         last = hidden_sizes[-1]
         dense = lambda n_in, n_out, **kw: nnx.Linear(n_in, n_out, dtype=dtype, rngs=rngs, **kw)
         # Drawn before every other module only when it exists: without it, the parameters are
@@ -79,6 +81,7 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
         self.policy_head = dense(last, num_actions, kernel_init=ZEROS)
         self.num_actions = num_actions
         self.reward_bins = reward_bins
+        self.observation_scale = observation_scale
         self.dtype = dtype
         self.add_efficientzero_parts(
             reward_head=reward_head,
@@ -109,6 +112,9 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
 
     def initial_inference(self, observation: Array) -> tuple[ModelOutput, Any]:
         x = observation.astype(self.dtype)
+        if self.observation_scale is not None:
+            scale = jnp.asarray(self.observation_scale, self.dtype)
+            x = x * scale.reshape(x.shape[1:])
         if self.conv is not None:
             x = jax.nn.relu(self.conv(x))
         x = x.reshape(x.shape[0], -1)
@@ -145,6 +151,7 @@ def make_mlp_network(
     observation_layer_norm: bool = True,
     predict_turn: bool = False,
     conv_channels: int | None = None,
+    observation_scale: Sequence[float] | None = None,
 ) -> tuple[MuZeroNetwork, Params]:
     """A MuZero network of MLPs for vector observations (MuZero Appendix F, with dense layers).
 
@@ -206,6 +213,12 @@ def make_mlp_network(
         network of the MinAtar paper's DQN (Young & Tian, 2019: 16 channels, then one dense layer).
         Its features are the same at every position of the frame, where a dense layer on the raw
         frame must learn each position's pattern apart. Dynamics and prediction are unchanged.
+      observation_scale: None, or ``prod(observation_shape)`` numbers > 0, one per feature of the
+        flattened observation: the representation multiplies the observation by them before
+        anything else (a constant of the network, not a parameter). Features of very different
+        sizes then move the first layer's output by similar amounts, where Adam's steps are about
+        the same size for every weight (CartPole: the pole's angle is a few hundredths, the cart's
+        position up to 2.4).
     Returns:
       ``(network, params)``: the pure functions and a nested ``dict`` of float32 parameter arrays.
       An action outside ``[0, A)`` is encoded as an all-zero one-hot vector (no error under jit).
@@ -227,6 +240,7 @@ def make_mlp_network(
         observation_layer_norm=observation_layer_norm,
         predict_turn=predict_turn,
         conv_channels=conv_channels,
+        observation_scale=observation_scale,
     )
     return network, init(key)
 
@@ -246,6 +260,7 @@ def mlp_network(
     observation_layer_norm: bool = True,
     predict_turn: bool = False,
     conv_channels: int | None = None,
+    observation_scale: Sequence[float] | None = None,
 ) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """:func:`make_mlp_network` without a key: ``(network, init)``, with ``init(key) -> params``.
 
@@ -283,6 +298,21 @@ def mlp_network(
             )
         height, width, channels = observation_shape
         conv, observation_size = (channels, conv_channels), height * width * conv_channels
+    if observation_scale is not None:
+        # Any sequence of numbers is taken (a list from a config file, a numpy array).
+        with contextlib.suppress(TypeError):
+            observation_scale = tuple(observation_scale)
+        validation.check("observation_scale", observation_scale, kind="argument")
+        observation_scale = tuple(float(x) for x in observation_scale)
+        features = math.prod(observation_shape)
+        if len(observation_scale) != features:
+            validation.fail(
+                "observation_scale",
+                observation_scale,
+                f"None or {features} numbers > 0, one per feature of an observation of shape "
+                f"{observation_shape}; got {len(observation_scale)}",
+                kind="argument",
+            )
     value_prefix = None if value_prefix_horizon is None else lstm_size
     build = lambda rngs: _MlpMuZero(
         observation_size=observation_size,
@@ -296,6 +326,7 @@ def mlp_network(
         observation_layer_norm=observation_layer_norm,
         predict_turn=predict_turn,
         conv=conv,
+        observation_scale=observation_scale,
         dtype=dtype,
         rngs=rngs,
     )
