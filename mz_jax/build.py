@@ -18,6 +18,7 @@ silently replaced.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 import optax
@@ -333,6 +334,14 @@ def make_network(
             "None here: the scale is part of the deterministic MLP network (network.kind 'mlp' "
             f"without num_chance_outcomes); this is kind {kind!r}"
             + (" with chance outcomes" if config.num_chance_outcomes else ""),
+        )
+    features = math.prod(env.observation_shape)
+    if config.observation_scale is not None and len(config.observation_scale) != features:
+        fail(
+            "network.observation_scale",
+            config.observation_scale,
+            f"None or {features} numbers > 0 for {env.name}, one per feature of its observations "
+            f"of shape {env.observation_shape}",
         )
     common = dict(
         observation_shape=env.observation_shape,

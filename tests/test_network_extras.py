@@ -541,3 +541,6 @@ def test_observation_scale_reaches_the_mlp_from_the_config_and_is_refused_elsewh
         build(image)
     with pytest.raises(ValueError, match=r"network\.observation_scale"):
         NetworkConfig(observation_scale=(1.0, 0.0))
+    three = NetworkConfig(observation_scale=(1.0, 2.0, 3.0))
+    with pytest.raises(ValueError, match=r"'network\.observation_scale' = .*4 numbers > 0 for"):
+        build(dataclasses.replace(config, network=three))
