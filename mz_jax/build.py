@@ -327,22 +327,23 @@ def make_network(
             f"None for {env.name}, whose observations have shape {env.observation_shape}: the "
             "convolution needs image observations [H, W, C]",
         )
-    if config.observation_scale is not None and (kind != "mlp" or config.num_chance_outcomes):
-        fail(
-            "network.observation_scale",
-            config.observation_scale,
-            "None here: the scale is part of the deterministic MLP network (network.kind 'mlp' "
-            f"without num_chance_outcomes); this is kind {kind!r}"
-            + (" with chance outcomes" if config.num_chance_outcomes else ""),
-        )
-    features = math.prod(env.observation_shape)
-    if config.observation_scale is not None and len(config.observation_scale) != features:
-        fail(
-            "network.observation_scale",
-            config.observation_scale,
-            f"None or {features} numbers > 0 for {env.name}, one per feature of its observations "
-            f"of shape {env.observation_shape}",
-        )
+    if config.observation_scale is not None:
+        if kind != "mlp" or config.num_chance_outcomes:
+            fail(
+                "network.observation_scale",
+                config.observation_scale,
+                "None here: the scale is part of the deterministic MLP network (network.kind "
+                f"'mlp' without num_chance_outcomes); this is kind {kind!r}"
+                + (" with chance outcomes" if config.num_chance_outcomes else ""),
+            )
+        features = math.prod(env.observation_shape)
+        if len(config.observation_scale) != features:
+            fail(
+                "network.observation_scale",
+                config.observation_scale,
+                f"None or {features} numbers > 0 for {env.name}, one per feature of its "
+                f"observations of shape {env.observation_shape}",
+            )
     common = dict(
         observation_shape=env.observation_shape,
         num_actions=env.num_actions,
