@@ -52,17 +52,13 @@ OBSERVATION_SCALE = (1.0, 2.0, 20.0, 2.0)
 
 def config() -> TrainConfig:
     cartpole = load_preset(str(Path(__file__).with_name("cartpole.py")))
-    # The learning rate's cosine reaches 10% with the updates of the first half of the run (those
-    # after warm-up) and stays there; a longer --total-env-steps keeps this number of updates.
-    half_run_updates = TOTAL_ENV_STEPS // 2 // (NUM_ENVS * ROLLOUT_LENGTH) * UPDATES_PER_ITERATION
-    return dataclasses.replace(
+    preset = dataclasses.replace(
         cartpole,
         num_envs=NUM_ENVS,
         rollout_length=ROLLOUT_LENGTH,
         updates_per_iteration=UPDATES_PER_ITERATION,
         batch_size=64,
         learning_rate=1e-3,
-        lr_decay_updates=half_run_updates - cartpole.warmup_updates,
         total_env_steps=TOTAL_ENV_STEPS,
         replay_capacity=TOTAL_ENV_STEPS,
         eval_every_env_steps=500,
@@ -76,3 +72,9 @@ def config() -> TrainConfig:
             observation_scale=OBSERVATION_SCALE,
         ),
     )
+    # The learning rate's cosine reaches 10% with the updates that 'run' gives the first half of
+    # the run (those after warm-up) and stays there; a longer --total-env-steps keeps this number.
+    first_half = dataclasses.replace(
+        preset, lr_decay_updates="run", total_env_steps=TOTAL_ENV_STEPS // 2
+    )
+    return dataclasses.replace(preset, lr_decay_updates=first_half.decay_updates)
