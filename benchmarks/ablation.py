@@ -6,20 +6,19 @@ or, for the terms it leaves out, each one on.
     python benchmarks/ablation.py --seeds 5 --first-seed 200 --total-env-steps 4000 --only preset \
         --variant "search.value_scale=0.02" --variant "td_steps=10 search.value_scale=0.005"
 
-Trains the preset once as is, once with each EfficientZero term it uses switched off (the
-consistency loss, the value prefix, reanalysed policies, reanalysed values, the off-policy
-correction, the mirrored batches; and the representation's first LayerNorm put back where the
-preset leaves it out),
-then once with each term it does not use switched on (``--no-additions`` skips these), then once
-per ``--variant`` (space-separated ``FIELD=VALUE`` changes, as ``learning.py --set`` takes them;
-``--only`` does not filter these), and prints, per variant, the environment
-steps at each seed's first greedy evaluation reaching --target, their median, how many of the
-next ten evaluations also reach it, and the mean of every evaluation of every seed (the area under
-the learning curves over their length, which weighs speed and steadiness together: the seeds of
-one CartPole configuration first reach 475 anywhere from 1,000 to beyond 4,000 steps, so the
-first column alone separates variants only with many seeds). The seeds of one variant run as one
-program (``num_seeds``): environment steps per seed are those of separate runs, but wall times are
-not, so none are shown (``benchmarks/learning.py`` times single runs;
+Trains the preset once as is, once with each term it uses switched off (the consistency loss, the
+value prefix, reanalysed policies, reanalysed values, the off-policy correction, the mirrored
+batches, the observation scale, the learning-rate decay; and the representation's first LayerNorm
+put back where the preset leaves it out), then once with each term it does not use switched on
+(``--no-additions`` skips these), then once per ``--variant`` (space-separated ``FIELD=VALUE``
+changes, as ``learning.py --set`` takes them; ``--only`` does not filter these), and prints, per
+variant, the environment steps at each seed's first greedy evaluation reaching --target, their
+median, how many of the next ten evaluations also reach it, and the mean of every evaluation of
+every seed (the area under the learning curves over their length, which weighs speed and steadiness
+together: the seeds of one CartPole configuration first reach 475 anywhere from 1,000 to beyond
+4,000 steps, so the first column alone separates variants only with many seeds). The seeds of one
+variant run as one program (``num_seeds``): environment steps per seed are those of separate runs,
+but wall times are not, so none are shown (``benchmarks/learning.py`` times single runs;
 ``benchmarks/sample_efficiency.py`` gives each term's cost in milliseconds per update). The default
 seeds are not the README's 0-4.
 """
@@ -78,6 +77,15 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
                 preset, network=dataclasses.replace(network, observation_layer_norm=True)
             ),
         )
+    if network.observation_scale is not None:
+        yield (
+            "observation scale off",
+            dataclasses.replace(
+                preset, network=dataclasses.replace(network, observation_scale=None)
+            ),
+        )
+    if preset.decay_updates is not None:
+        yield "learning-rate decay off", dataclasses.replace(preset, lr_decay_updates=None)
     if not additions:
         return
     if network.value_prefix_horizon is None:
