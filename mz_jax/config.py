@@ -153,6 +153,16 @@ class TrainConfig:
     target_update_every: int = 1
     """With reanalyse_values or reanalyse_policy_fraction: learner updates between copies of the
     parameters into the target parameters that reanalyse uses (1: always the current parameters)."""
+    target_ema_decay: float = 0.0
+    """In [0, 1): each refresh of the target parameters moves them to decay x target + (1 - decay)
+    x params, a Polyak average (the exponential moving average that SPR and BBF keep of their
+    online network), instead of copying the parameters (0). With 0.99 and one refresh per update
+    the target averages about the last 100 updates."""
+    consistency_target_params: bool = False
+    """The consistency loss encodes its target branch (the representation of the stored
+    observations) with the target parameters instead of the current ones: with target_ema_decay,
+    SPR's momentum encoder. Needs consistency_loss_weight > 0 and target parameters
+    (reanalyse_values or reanalyse_policy_fraction > 0)."""
     augment_reflection: bool = False
     """Mirror each sequence of every batch with probability 1/2 (:func:`mz_jax.augment.
     reflect_batch`): its observations, actions and policy targets become their mirror images, as
@@ -284,6 +294,24 @@ class TrainConfig:
                 "None while random_action_probability is 0 or total_env_steps is None (it anneals "
                 "the first over a fraction of the second)",
             )
+        if self.consistency_target_params and (
+            self.consistency_loss_weight == 0 or self.network.num_chance_outcomes is not None
+        ):
+            fail(
+                "consistency_target_params",
+                True,
+                "False without consistency_loss_weight > 0, and False for Stochastic MuZero "
+                "(network.num_chance_outcomes set), whose loss encodes its consistency targets "
+                "with the current parameters only",
+            )
+        for field in ("target_ema_decay", "consistency_target_params"):
+            if getattr(self, field) and not self.uses_target_params:
+                fail(
+                    field,
+                    getattr(self, field),
+                    f"{0 if field == 'target_ema_decay' else False} while neither "
+                    "reanalyse_values nor reanalyse_policy_fraction > 0 keeps target parameters",
+                )
         # The replay keeps replay_capacity // num_envs time slots per environment stream; a stream
         # must hold one training sequence and one rollout.
         slots_needed = max(self.window_length, self.rollout_length)

@@ -36,7 +36,8 @@ class RunState(NamedTuple):
     Attributes:
       train: parameters, optimiser state and update count (replicated).
       target_params: the parameters reanalyse (:mod:`mz_jax.reanalyse`) computes targets with, a
-        copy of ``train.params`` refreshed every ``target_update_every`` updates (replicated).
+        copy of ``train.params`` (or their Polyak average, ``target_ema_decay``) refreshed every
+        ``target_update_every`` updates (replicated).
       actor: self-play environments (sharded over 'data' along the environment axis).
       replay: the replay buffer (data sharded over 'data' along the environment axis).
       key: the run's PRNG key (replicated); split once per iteration.
@@ -255,18 +256,23 @@ def _learn(
         if config.augment_reflection:
             flip = jax.random.bernoulli(jax.random.fold_in(update_key, 2), 0.5, (batch_size,))
             batch = augment.reflect_batch(batch, flip, components.env.reflection)
+        loss_fn = components.loss_fn
+        if config.consistency_target_params:
+            loss_fn = functools.partial(loss_fn, target_params=target_params)
         train, aux, metrics = learner.update(
             train,
             batch,
-            loss_fn=components.loss_fn,
+            loss_fn=loss_fn,
             optimizer=components.optimizer,
             schedule=components.schedule,
         )
         replay = replay_lib.update_priorities(replay, index, aux.priority, axis_name=AXIS)
         if config.uses_target_params:
-            refresh = train.step % config.target_update_every == 0
-            target_params = jax.tree.map(
-                lambda new, old: jnp.where(refresh, new, old), train.params, target_params
+            target_params = refresh_target(
+                train.params,
+                target_params,
+                refresh=train.step % config.target_update_every == 0,
+                decay=config.target_ema_decay,
             )
         return (train, target_params, replay), metrics
 
@@ -280,6 +286,14 @@ def _learn(
     metrics = jax.tree.map(jnp.mean, metrics)
     metrics["optim"]["updates"] = jnp.int32(len(keys))
     return train, target_params, replay, metrics
+
+
+def refresh_target(params: Params, target: Params, *, refresh: Array, decay: float) -> Params:
+    """The target parameters after one update: where ``refresh``, ``params`` (``decay`` 0) or the
+    Polyak average ``decay * target + (1 - decay) * params``; otherwise ``target`` unchanged."""
+    if decay:
+        params = jax.tree.map(lambda new, old: decay * old + (1.0 - decay) * new, params, target)
+    return jax.tree.map(lambda new, old: jnp.where(refresh, new, old), params, target)
 
 
 def _skip(learn, train, target_params, replay):

@@ -244,15 +244,20 @@ def turn_terms(
 
 
 def consistency_terms(
-    network: MuZeroNetwork, params: Params, unrolled_hidden: Any, next_observation: Array
+    network: MuZeroNetwork,
+    params: Params,
+    unrolled_hidden: Any,
+    next_observation: Array,
+    target_params: Params | None = None,
 ) -> Array:
     """``[B, K]`` ``-cos(head(proj(ŝ_k)), sg(proj(s_k)))`` for k = 1..K (EfficientZero §4.1).
 
     ``ŝ_k`` are the unrolled hidden states (``[K, B, ...]``); ``s_k`` is the representation of the
     stored observation ``next_observation[:, k-1]`` (``[B, K, ...]``). The target branch
     (representation and projection of ``s_k``) is encoded with the same, current ``params`` as the
-    online branch and ``stop_gradient``: no gradient reaches any parameter through it, as in
-    EfficientZero and SimSiam. The prediction head acts on the online branch only.
+    online branch, or with ``target_params`` when given (SPR's momentum encoder when they are a
+    moving average of ``params``), and ``stop_gradient``: no gradient reaches any parameter through
+    it, as in EfficientZero and SimSiam. The prediction head acts on the online branch only.
     """
     if network.project is None or network.predict_projection is None:
         raise ValueError(
@@ -266,8 +271,9 @@ def consistency_terms(
         params, network.project(params, jax.tree.map(flat, unrolled_hidden))
     )
     observations = jnp.swapaxes(next_observation, 0, 1)  # [K, B, ...], the order of the unroll
-    _, target_hidden = network.initial_inference(params, flat(observations))
-    target = jax.lax.stop_gradient(network.project(params, target_hidden))
+    encoder = params if target_params is None else target_params
+    _, target_hidden = network.initial_inference(encoder, flat(observations))
+    target = jax.lax.stop_gradient(network.project(encoder, target_hidden))
     return negative_cosine(online, target).reshape(num_steps, batch_size).T
 
 
@@ -310,7 +316,8 @@ def make_loss_fn(
 
     * ``consistency_loss_weight`` c > 0 adds ``c * observation_mask_k * (-cos(head(proj(ŝ_k)),
       sg(proj(s_k))))`` to ``l_k`` for k >= 1 (see :func:`consistency_terms`); the batch must carry
-      ``next_observation``.
+      ``next_observation``. ``loss_fn(params, batch, target_params)`` encodes ``s_k`` with
+      ``target_params`` instead of ``params`` (no other term reads them).
     * a value-prefix network (``network.value_prefix_horizon`` H) has its reward heads trained on
       value prefixes ``sum of u_i`` since the last reset (every H steps; see
       :func:`value_prefix_matrix`) instead of per-step rewards, and its LSTM carry reset in the unroll.
@@ -342,7 +349,9 @@ def make_loss_fn(
         consistency_loss_weight=consistency_loss_weight,
     )
 
-    def loss_fn(params: Params, batch: Batch) -> tuple[Array, LossAux]:
+    def loss_fn(
+        params: Params, batch: Batch, target_params: Params | None = None
+    ) -> tuple[Array, LossAux]:
         check_batch(batch)
         unrolled = unroll_model(
             network,
@@ -361,7 +370,7 @@ def make_loss_fn(
                     "observations of steps 1..K; mz_jax.make_targets(..., next_observation=True))"
                 )
             consistency = consistency_terms(
-                network, params, unrolled.hidden, batch.next_observation
+                network, params, unrolled.hidden, batch.next_observation, target_params
             )
         turn = None
         if network.turn_logits is not None:

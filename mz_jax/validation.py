@@ -163,6 +163,8 @@ RULES: dict[str, Rule] = {
     "reanalyse_policy_fraction": _FRACTION,
     "off_policy_correction_steps": optional(_POSITIVE),
     "target_update_every": _POSITIVE,
+    "target_ema_decay": number(0, 1, high_open=True),
+    "consistency_target_params": boolean(),
     "hidden_grad_scale": _FRACTION,
     "unroll_learner": optional(boolean()),
     "max_consecutive_nonfinite": _POSITIVE,

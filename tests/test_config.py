@@ -224,6 +224,24 @@ _INVALID = {
         "(1.5, 0.5)",
         "first a number in [0, 1]",
     ),
+    "target_ema_decay of 1 (a target that never moves)": (
+        lambda: TrainConfig(target_ema_decay=1.0),
+        "target_ema_decay",
+        "1.0",
+        "[0.0, 1.0)",
+    ),
+    "target_ema_decay without target parameters": (
+        lambda: TrainConfig(reanalyse_values=False, target_ema_decay=0.99),
+        "target_ema_decay",
+        "0.99",
+        "neither reanalyse_values nor reanalyse_policy_fraction > 0",
+    ),
+    "consistency_target_params without the consistency loss": (
+        lambda: TrainConfig(consistency_target_params=True),
+        "consistency_target_params",
+        "True",
+        "consistency_loss_weight > 0",
+    ),
     "random_action_anneal without exploration": (
         lambda: TrainConfig(random_action_anneal=(0.05, 0.5)),
         "random_action_anneal",

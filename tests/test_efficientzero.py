@@ -68,9 +68,15 @@ def _batch(k=2, b=2, seed=1):
     )
 
 
-def _consistency_by_hand(params, batch):
-    """mean_b(weight_b Σ_k mask_bk (-cos(head(proj(ŝ_k)), proj(s_k)))) in numpy."""
+def _consistency_by_hand(params, batch, target_params=None):
+    """mean_b(weight_b Σ_k mask_bk (-cos(head(proj(ŝ_k)), proj(s_k)))) in numpy, s_k and its
+    projection with ``target_params`` when given."""
     p = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    t = (
+        p
+        if target_params is None
+        else {k: np.asarray(v, np.float64) for k, v in target_params.items()}
+    )
     total = 0.0
     for b in range(batch.actions.shape[0]):
         hidden = np.asarray(batch.observation[b], np.float64) @ p["rep"]
@@ -78,7 +84,7 @@ def _consistency_by_hand(params, batch):
         for k in range(batch.actions.shape[1]):
             hidden = hidden @ p["dyn"] + p["act"][int(batch.actions[b, k])]
             online = (hidden @ p["proj"]) @ p["head"]
-            target = (np.asarray(batch.next_observation[b, k], np.float64) @ p["rep"]) @ p["proj"]
+            target = (np.asarray(batch.next_observation[b, k], np.float64) @ t["rep"]) @ t["proj"]
             cos = online @ target / (np.linalg.norm(online) * np.linalg.norm(target))
             term += float(batch.observation_mask[b, k]) * -cos
         total += float(batch.weight[b]) * term
@@ -130,6 +136,25 @@ def test_no_gradient_through_the_target_branch():
     want = jax.jit(jax.grad(reference))(params)
     for name in params:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_consistency_targets_encoded_with_target_parameters_by_hand():
+    network, params, batch = _linear_network(), _params(), _batch()
+    target_params = _params(seed=7)
+    loss_fn = make_loss_fn(network, consistency_loss_weight=1.0)
+    _, aux = jax.jit(loss_fn)(params, batch, target_params)
+    expected = _consistency_by_hand(params, batch, target_params)
+    assert abs(expected - _consistency_by_hand(params, batch)) > 1e-2  # the encoders differ
+    np.testing.assert_allclose(aux.losses["consistency"], expected, rtol=1e-5)
+    # No gradient reaches the target parameters; those of the current ones do not change when
+    # the target parameters' representation and projection are the current ones.
+    grad_target = jax.jit(jax.grad(lambda t: loss_fn(params, batch, t)[0]))(target_params)
+    for name in params:
+        np.testing.assert_array_equal(grad_target[name], 0.0, err_msg=name)
+    same = jax.jit(jax.grad(lambda p: loss_fn(p, batch, params)[0]))(params)
+    plain = jax.jit(jax.grad(lambda p: loss_fn(p, batch)[0]))(params)
+    for name in params:
+        np.testing.assert_allclose(same[name], plain[name], rtol=1e-6, atol=1e-7, err_msg=name)
 
 
 def test_consistency_needs_projection_and_next_observation():

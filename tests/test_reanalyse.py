@@ -52,3 +52,28 @@ def test_target_parameters_follow_the_parameters_every_n_updates():
             seen["stale"] += 1
         previous_params = params
     assert seen["refreshed"] >= 2 and seen["stale"] >= 2
+
+
+def test_polyak_target_moves_a_fixed_share_of_the_way_to_the_parameters_at_each_refresh():
+    config = CONFIG.replace(target_ema_decay=0.75)  # refreshed every second update
+    trainer = make_train(config, devices=jax.devices()[:1])
+    state = trainer.init(0)
+    target = jax.device_get(state.target_params)
+    seen = {"refreshed": 0, "stale": 0}
+    for _ in range(6):
+        state, _ = trainer.step(state)
+        params = jax.device_get(state.train.params)
+        new_target = jax.device_get(state.target_params)
+        step = int(state.train.step)
+        if step > 0 and step % 2 == 0:
+            pairs = zip(jax.tree.leaves(target), jax.tree.leaves(params), strict=True)
+            expected = [0.75 * t + 0.25 * p for t, p in pairs]
+            for actual, want in zip(jax.tree.leaves(new_target), expected, strict=True):
+                np.testing.assert_allclose(actual, want, rtol=1e-6, atol=1e-7)
+            assert not _same(new_target, params)
+            seen["refreshed"] += 1
+        else:
+            assert _same(new_target, target)
+            seen["stale"] += 1
+        target = new_target
+    assert seen["refreshed"] >= 2 and seen["stale"] >= 2
