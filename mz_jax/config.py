@@ -304,13 +304,13 @@ class TrainConfig:
                 "(network.num_chance_outcomes set), whose loss encodes its consistency targets "
                 "with the current parameters only",
             )
-        for field in ("target_ema_decay", "consistency_target_params"):
-            if getattr(self, field) and not self.uses_target_params:
+        for field, off in (("target_ema_decay", 0), ("consistency_target_params", False)):
+            if getattr(self, field) != off and not self.uses_target_params:
                 fail(
                     field,
                     getattr(self, field),
-                    f"{0 if field == 'target_ema_decay' else False} while neither "
-                    "reanalyse_values nor reanalyse_policy_fraction > 0 keeps target parameters",
+                    f"{off} while neither reanalyse_values nor reanalyse_policy_fraction > 0 "
+                    "keeps target parameters",
                 )
         # The replay keeps replay_capacity // num_envs time slots per environment stream; a stream
         # must hold one training sequence and one rollout.

@@ -30,50 +30,48 @@ def _same(a, b) -> bool:
     )
 
 
-def test_target_parameters_follow_the_parameters_every_n_updates():
-    trainer = make_train(CONFIG, devices=jax.devices()[:1])
+def _iterations(config, count=6):
+    """Runs ``count`` iterations of ``config`` (one update each once the replay is ready), yielding
+    ``(updates, params, target, previous_params, previous_target)`` after each, on the host."""
+    trainer = make_train(config, devices=jax.devices()[:1])
     state = trainer.init(0)
-    initial = jax.device_get(state.train.params)
-    assert _same(jax.device_get(state.target_params), initial)
-    previous_params = initial
-    seen = {"refreshed": 0, "stale": 0}
-    for _ in range(6):
+    params, target = jax.device_get((state.train.params, state.target_params))
+    assert _same(target, params)  # a new run starts from a copy
+    for _ in range(count):
         state, _ = trainer.step(state)
-        params = jax.device_get(state.train.params)
-        target = jax.device_get(state.target_params)
-        step = int(state.train.step)
+        previous_params, previous_target = params, target
+        params, target = jax.device_get((state.train.params, state.target_params))
+        yield int(state.train.step), params, target, previous_params, previous_target
+
+
+def test_target_parameters_follow_the_parameters_every_n_updates():
+    seen = {"refreshed": 0, "stale": 0}
+    for step, params, target, previous_params, previous_target in _iterations(CONFIG):
         if step == 0:  # the replay is still warming up: nothing changed
-            assert _same(target, initial)
+            assert _same(target, previous_target) and _same(params, previous_params)
         elif step % 2 == 0:  # refreshed by this iteration's update
             assert _same(target, params)
             seen["refreshed"] += 1
         else:  # the copy made two updates ago, i.e. the previous iteration's parameters
             assert _same(target, previous_params) and not _same(target, params)
             seen["stale"] += 1
-        previous_params = params
     assert seen["refreshed"] >= 2 and seen["stale"] >= 2
 
 
 def test_polyak_target_moves_a_fixed_share_of_the_way_to_the_parameters_at_each_refresh():
-    config = CONFIG.replace(target_ema_decay=0.75)  # refreshed every second update
-    trainer = make_train(config, devices=jax.devices()[:1])
-    state = trainer.init(0)
-    target = jax.device_get(state.target_params)
     seen = {"refreshed": 0, "stale": 0}
-    for _ in range(6):
-        state, _ = trainer.step(state)
-        params = jax.device_get(state.train.params)
-        new_target = jax.device_get(state.target_params)
-        step = int(state.train.step)
+    # Refreshed every second update: target <- 0.75 target + 0.25 params.
+    for step, params, target, _, previous_target in _iterations(
+        CONFIG.replace(target_ema_decay=0.75)
+    ):
         if step > 0 and step % 2 == 0:
-            pairs = zip(jax.tree.leaves(target), jax.tree.leaves(params), strict=True)
+            pairs = zip(jax.tree.leaves(previous_target), jax.tree.leaves(params), strict=True)
             expected = [0.75 * t + 0.25 * p for t, p in pairs]
-            for actual, want in zip(jax.tree.leaves(new_target), expected, strict=True):
+            for actual, want in zip(jax.tree.leaves(target), expected, strict=True):
                 np.testing.assert_allclose(actual, want, rtol=1e-6, atol=1e-7)
-            assert not _same(new_target, params)
+            assert not _same(target, params)
             seen["refreshed"] += 1
         else:
-            assert _same(new_target, target)
+            assert _same(target, previous_target)
             seen["stale"] += 1
-        target = new_target
     assert seen["refreshed"] >= 2 and seen["stale"] >= 2
