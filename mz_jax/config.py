@@ -294,15 +294,12 @@ class TrainConfig:
                 "None while random_action_probability is 0 or total_env_steps is None (it anneals "
                 "the first over a fraction of the second)",
             )
-        if self.consistency_target_params and (
-            self.consistency_loss_weight == 0 or self.network.num_chance_outcomes is not None
-        ):
+        if self.consistency_target_params and self.consistency_loss_weight == 0:
             fail(
                 "consistency_target_params",
                 True,
-                "False without consistency_loss_weight > 0, and False for Stochastic MuZero "
-                "(network.num_chance_outcomes set), whose loss encodes its consistency targets "
-                "with the current parameters only",
+                "False without consistency_loss_weight > 0 (it sets which parameters encode that "
+                "loss's targets)",
             )
         for field, off in (("target_ema_decay", 0), ("consistency_target_params", False)):
             if getattr(self, field) != off and not self.uses_target_params:

@@ -227,7 +227,8 @@ def make_stochastic_loss_fn(
     chance_outcome: Callable[[Array, Array, Array], Array] | None = None,
     unroll: int | bool = 1,
 ) -> LossFn:
-    """Builds the Stochastic MuZero loss ``loss_fn(params, batch) -> (loss, LossAux)``.
+    """Builds the Stochastic MuZero loss ``loss_fn(params, batch, target_params=None) -> (loss,
+    LossAux)``.
 
     With the per-step MuZero terms ``l_k`` of :func:`mz_jax.make_loss_fn` on the unrolled states and,
     for the transition into step k >= 1 (see :func:`chance_terms`),
@@ -254,6 +255,8 @@ def make_stochastic_loss_fn(
         representations of the observations reached (:func:`mz_jax.loss.consistency_terms`; the
         network needs ``project`` and ``predict_projection``). A value-equivalent model has no
         reason to tell chance outcomes apart until the values differ; this term gives one.
+        ``loss_fn(params, batch, target_params)`` encodes its targets with ``target_params`` (SPR's
+        momentum encoder, as in :func:`mz_jax.make_loss_fn`); no other term reads them.
       code_usage_weight: u >= 0 subtracts ``u * H(mean code)`` from the loss: the entropy of the
         encoder's soft codes averaged over the batch's masked-in transitions, largest when every
         code is used equally. Not in the paper (0 leaves it out); an encoder whose codes collapse
@@ -288,7 +291,9 @@ def make_stochastic_loss_fn(
             f"int; got {type(chance_outcome).__name__}"
         )
 
-    def loss_fn(params: Params, batch: Batch) -> tuple[Array, LossAux]:
+    def loss_fn(
+        params: Params, batch: Batch, target_params: Params | None = None
+    ) -> tuple[Array, LossAux]:
         check_batch(batch)
         if batch.next_observation is None:
             raise ValueError(
@@ -317,7 +322,7 @@ def make_stochastic_loss_fn(
         consistency = None
         if consistency_loss_weight > 0:
             consistency = consistency_terms(
-                network, params, unrolled.states, batch.next_observation
+                network, params, unrolled.states, batch.next_observation, target_params
             )
         muzero_loss, aux = loss_from_predictions(
             unrolled.predictions,

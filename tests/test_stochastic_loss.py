@@ -341,3 +341,68 @@ def test_environment_outcomes_replace_the_encoder_codes(unroll):
     assert float(aux.losses["commitment"]) == 0.0
     with pytest.raises(ValueError, match="chance_outcome must be None or a function"):
         make_stochastic_loss_fn(tiny_network(), chance_outcome=3)
+
+
+PROJECTION = 4
+
+
+def projected_network_and_params(seed=0):
+    """The tiny network with EfficientZero's projection and prediction head (linear maps)."""
+    network = tiny_network()._replace(
+        project=lambda p, s: s @ p["proj"], predict_projection=lambda p, x: x @ p["head"]
+    )
+    params = tiny_params(seed)
+    key_proj, key_head = jax.random.split(jax.random.key(seed + 100))
+    params["proj"] = jax.random.normal(key_proj, (HIDDEN, PROJECTION))
+    params["head"] = jax.random.normal(key_head, (PROJECTION, PROJECTION))
+    return network, params
+
+
+def consistency_by_hand(params, target_params, batch):
+    """mean_b(weight_b Σ_k observation_mask_bk (-cos(head(proj(s_k)), proj(repr_target(o_k))))) in
+    numpy, with s_k the states the afterstate and chance dynamics unroll to from the encoder's
+    one-hot codes."""
+    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    t = {k: np.asarray(v, np.float64) for k, v in target_params.items()}
+    observations = np.asarray(batch.observation, np.float64)
+    following = np.asarray(batch.next_observation, np.float64)
+    total = 0.0
+    for b in range(batch.actions.shape[0]):
+        state, previous, term = np.tanh(observations[b] @ p["repr"]), observations[b], 0.0
+        for k in range(batch.actions.shape[1]):
+            action = np.eye(ACTIONS)[int(batch.actions[b, k])]
+            afterstate = np.tanh(np.concatenate([state, action]) @ p["phi"])
+            logits = np.concatenate([previous, following[b, k]]) @ p["encoder"]
+            code = np.eye(CHANCE)[np.argmax(logits)]
+            state = np.tanh(np.concatenate([afterstate, code]) @ p["g"])
+            online = state @ p["proj"] @ p["head"]
+            target = np.tanh(following[b, k] @ t["repr"]) @ t["proj"]
+            cos = online @ target / (np.linalg.norm(online) * np.linalg.norm(target))
+            term += float(batch.observation_mask[b, k]) * -cos
+            previous = following[b, k]
+        total += float(batch.weight[b]) * term
+    return total / batch.actions.shape[0]
+
+
+def test_consistency_targets_encoded_with_target_parameters_by_hand():
+    network, params = projected_network_and_params()
+    _, target_params = projected_network_and_params(seed=7)
+    batch = random_batch(4, batch_size=3, num_unroll_steps=3, observation_mask=True)
+    loss_fn = make_stochastic_loss_fn(network, consistency_loss_weight=1.5)
+    _, aux = jax.jit(loss_fn)(params, batch, target_params)
+    expected = consistency_by_hand(params, target_params, batch)
+    assert abs(expected - consistency_by_hand(params, params, batch)) > 1e-2  # encoders differ
+    np.testing.assert_allclose(aux.losses["consistency"], expected, rtol=1e-5)
+    _, aux_current = jax.jit(loss_fn)(params, batch)
+    np.testing.assert_allclose(
+        aux_current.losses["consistency"], consistency_by_hand(params, params, batch), rtol=1e-5
+    )
+    # No gradient reaches the target parameters; those of the current ones do not change when
+    # the target parameters are the current ones.
+    grad_target = jax.jit(jax.grad(lambda t: loss_fn(params, batch, t)[0]))(target_params)
+    for name in target_params:
+        np.testing.assert_array_equal(grad_target[name], 0.0, err_msg=name)
+    same = jax.jit(jax.grad(lambda p: loss_fn(p, batch, params)[0]))(params)
+    plain = jax.jit(jax.grad(lambda p: loss_fn(p, batch)[0]))(params)
+    for name in params:
+        np.testing.assert_allclose(same[name], plain[name], rtol=1e-6, atol=1e-7, err_msg=name)

@@ -98,13 +98,20 @@ def test_num_chance_outcomes_is_checked():
         NetworkConfig(num_chance_outcomes=0)
 
 
-@pytest.mark.parametrize("policy", ["muzero", "gumbel"])
-def test_iterations_train_every_term_and_stay_finite(policy):
+@pytest.mark.parametrize("policy, momentum_encoder", [("muzero", False), ("gumbel", True)])
+def test_iterations_train_every_term_and_stay_finite(policy, momentum_encoder):
     # With the consistency term: the states the chance dynamics reach are pulled towards the
-    # representations of the observations that followed. Acting and the reanalysed policies search
-    # with chance nodes by pUCT or by Sequential Halving.
+    # representations of the observations that followed, encoded with the current parameters or
+    # with a moving average of them (SPR's momentum encoder). Acting and the reanalysed policies
+    # search with chance nodes by pUCT or by Sequential Halving.
     search = dataclasses.replace(CONFIG.search, policy=policy)
-    config = dataclasses.replace(CONFIG, consistency_loss_weight=1.0, search=search)
+    config = dataclasses.replace(
+        CONFIG,
+        consistency_loss_weight=1.0,
+        search=search,
+        target_ema_decay=0.9 if momentum_encoder else 0.0,
+        consistency_target_params=momentum_encoder,
+    )
     trainer = make_train(config, devices=jax.devices()[:1])
     state = trainer.init(0)
     params_0 = jax.device_get(state.train.params)
