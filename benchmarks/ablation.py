@@ -45,13 +45,31 @@ from mz_jax.run import run_training
 from mz_jax.suite_results import evaluation_curves
 
 
+def _valid(config: TrainConfig, **changes) -> TrainConfig:
+    """``config`` with ``changes``, and without what they leave nothing for: the momentum encoder
+    (``consistency_target_params``) without the consistency loss, the target parameters' average
+    (``target_ema_decay``) without target parameters."""
+    value = lambda field: changes.get(field, getattr(config, field))
+    if value("consistency_loss_weight") == 0:
+        changes["consistency_target_params"] = False
+    if not value("reanalyse_values") and value("reanalyse_policy_fraction") == 0:
+        changes.update(target_ema_decay=0.0, consistency_target_params=False)
+    return dataclasses.replace(config, **changes)
+
+
 def ablations(preset: TrainConfig, *, additions: bool = True):
     """(name, config) pairs: the preset, each term it uses switched off alone, then (``additions``)
-    each term it does not use switched on alone."""
+    each term it does not use switched on alone. Switching off the consistency loss switches off
+    its momentum encoder too, and switching off the last use of target parameters their average."""
     yield "preset", preset
     network = preset.network
     if preset.consistency_loss_weight > 0:
-        yield "consistency loss off", dataclasses.replace(preset, consistency_loss_weight=0.0)
+        yield "consistency loss off", _valid(preset, consistency_loss_weight=0.0)
+    if preset.consistency_target_params or preset.target_ema_decay > 0:
+        yield (
+            "momentum encoder off",
+            dataclasses.replace(preset, target_ema_decay=0.0, consistency_target_params=False),
+        )
     if network.value_prefix_horizon is not None:
         yield (
             "value prefix off",
@@ -60,9 +78,9 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
             ),
         )
     if preset.reanalyse_policy_fraction > 0:
-        yield "reanalysed policy off", dataclasses.replace(preset, reanalyse_policy_fraction=0.0)
+        yield "reanalysed policy off", _valid(preset, reanalyse_policy_fraction=0.0)
     if preset.reanalyse_values:
-        yield "reanalysed values off", dataclasses.replace(preset, reanalyse_values=False)
+        yield "reanalysed values off", _valid(preset, reanalyse_values=False)
     if preset.off_policy_correction_steps is not None:
         yield (
             "off-policy correction off",

@@ -30,6 +30,8 @@ def variants(preset):
     muzero = dataclasses.replace(
         preset,
         consistency_loss_weight=0.0,
+        consistency_target_params=False,
+        target_ema_decay=0.0,
         reanalyse_values=False,
         reanalyse_policy_fraction=0.0,
         off_policy_correction_steps=None,
@@ -38,6 +40,16 @@ def variants(preset):
     )
     yield "MuZero (all off)", muzero
     yield "consistency loss", dataclasses.replace(muzero, consistency_loss_weight=2.0)
+    yield (
+        "consistency loss, momentum encoder",
+        dataclasses.replace(
+            muzero,
+            consistency_loss_weight=2.0,
+            reanalyse_values=True,
+            target_ema_decay=0.99,
+            consistency_target_params=True,
+        ),
+    )
     yield (
         "value prefix (H = 5)",
         dataclasses.replace(

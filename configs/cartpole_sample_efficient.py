@@ -65,6 +65,8 @@ def config() -> TrainConfig:
         value_loss_weight=0.5,
         consistency_loss_weight=5.0,
         augment_reflection=True,
+        target_ema_decay=0.99,
+        consistency_target_params=True,
         network=dataclasses.replace(
             cartpole.network,
             hidden_sizes=(128, 128),
