@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import optax
 
 from mz_jax import actor as actor_lib
 from mz_jax import augment, learner, reanalyse
@@ -292,7 +293,7 @@ def refresh_target(params: Params, target: Params, *, refresh: Array, decay: flo
     """The target parameters after one update: where ``refresh``, ``params`` (``decay`` 0) or the
     Polyak average ``decay * target + (1 - decay) * params``; otherwise ``target`` unchanged."""
     if decay:
-        params = jax.tree.map(lambda new, old: decay * old + (1.0 - decay) * new, params, target)
+        params = optax.incremental_update(params, target, step_size=1.0 - decay)
     return jax.tree.map(lambda new, old: jnp.where(refresh, new, old), params, target)
 
 
