@@ -6,10 +6,10 @@ or, for the terms it leaves out, each one on.
     python benchmarks/ablation.py --seeds 5 --first-seed 200 --total-env-steps 4000 --only preset \
         --variant "search.value_scale=0.02" --variant "td_steps=10 search.value_scale=0.005"
 
-Trains the preset once as is, once with each term it uses switched off (the consistency loss, the
-value prefix, reanalysed policies, reanalysed values, the off-policy correction, the mirrored
-batches, the observation scale, the learning-rate decay; and the representation's first LayerNorm
-put back where the preset leaves it out), then once with each term it does not use switched on
+Trains the preset once as is, once with each term it uses switched off (the consistency loss, SPR's
+momentum encoder, the value prefix, reanalysed policies, reanalysed values, the off-policy
+correction, the mirrored batches, the observation scale, the learning-rate decay; and the
+representation's first LayerNorm put back where the preset leaves it out), then once with each term it does not use switched on
 (``--no-additions`` skips these), then once per ``--variant`` (space-separated ``FIELD=VALUE``
 changes, as ``learning.py --set`` takes them; ``--only`` does not filter these), and prints, per
 variant, the environment steps at each seed's first greedy evaluation reaching --target, their
