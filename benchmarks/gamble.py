@@ -7,6 +7,8 @@ side is seen before the second move; playing the side's move then pays 1. Gambli
 program each, and are evaluated greedily (64 episodes) every ``--eval-every`` environment steps:
 MuZero; Stochastic MuZero with the commitment term (β = 0.25, VQ-VAE's); and Stochastic MuZero with
 β = 0 and the consistency loss (weight 2), against the encoder giving both sides one code.
+``--models`` picks among them and a fourth, the last with SPR's momentum encoder for the
+consistency targets.
 
 The table gives, per model, the environment steps at which each seed's greedy evaluation first
 reached the optimal return (0.99 or more), how many seeds play optimally at given budgets, the final
@@ -14,6 +16,7 @@ greedy return, and the search's root value at the start (the exact optimal value
 
     python benchmarks/gamble.py
     python benchmarks/gamble.py --seeds 6 --first-seed 100 --steps 12000
+    python benchmarks/gamble.py --seeds 6 --first-seed 100 --models consistency momentum
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from mz_jax.stochastic import STRAIGHT_THROUGH
 from mz_jax.suite_results import evaluation_curves
 
 OPTIMAL = 0.99  # a greedy evaluation this high gambles and plays the coin's side in every episode
+MODELS = ("muzero", "commitment", "consistency", "momentum")
 
 
 def config(
@@ -51,11 +55,13 @@ def config(
     eval_every: int,
     commitment: float = 0.25,
     consistency: float = 0.0,
+    momentum_encoder: bool = False,
     straight_through: str = "softmax",
 ) -> TrainConfig:
     """The settings every model trains with; ``network.num_chance_outcomes`` (None: MuZero), the
-    loss weights ``commitment_loss_weight`` and ``consistency_loss_weight`` and the chance code's
-    ``chance_straight_through`` set the model."""
+    loss weights ``commitment_loss_weight`` and ``consistency_loss_weight``, SPR's momentum encoder
+    for the consistency targets (``consistency_target_params`` with ``target_ema_decay`` 0.99) and
+    the chance code's ``chance_straight_through`` set the model."""
     return TrainConfig(
         env="toy:gamble",
         # Measured with the L2 term in the loss (the default before decoupled weight decay).
@@ -74,6 +80,8 @@ def config(
         learning_rate=3e-3,
         commitment_loss_weight=commitment,
         consistency_loss_weight=consistency,
+        target_ema_decay=0.99 if momentum_encoder else 0.0,
+        consistency_target_params=momentum_encoder,
         chance_straight_through=straight_through,
         eval_every_env_steps=eval_every,
         eval_episodes=64,
@@ -123,6 +131,14 @@ def main(argv: list[str] | None = None) -> None:
         default="softmax",
         help="what the chance code's straight-through gradient reaches (chance_straight_through)",
     )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        choices=MODELS,
+        default=MODELS[:3],
+        help="which to train: MuZero, Stochastic MuZero with the commitment term, with the "
+        "consistency loss instead, and that with SPR's momentum encoder for its targets",
+    )
     args = parser.parse_args(argv)
     print(machine_description())
     print(
@@ -131,15 +147,18 @@ def main(argv: list[str] | None = None) -> None:
         f"code's straight-through gradient on the encoder's {args.straight_through}"
     )
     c = args.chance_outcomes
-    models = [
-        ("MuZero", None, {}),
-        (f"Stochastic MuZero, C = {c}, commitment β = 0.25", c, {}),
-        (
-            f"Stochastic MuZero, C = {c}, β = 0, consistency 2",
+    consistency = {"commitment": 0.0, "consistency": 2.0}
+    models = {
+        "muzero": ("MuZero", None, {}),
+        "commitment": (f"Stochastic MuZero, C = {c}, commitment β = 0.25", c, {}),
+        "consistency": (f"Stochastic MuZero, C = {c}, β = 0, consistency 2", c, consistency),
+        "momentum": (
+            f"Stochastic MuZero, C = {c}, β = 0, consistency 2, momentum encoder",
             c,
-            {"commitment": 0.0, "consistency": 2.0},
+            {**consistency, "momentum_encoder": True},
         ),
-    ]
+    }
+    models = [models[key] for key in args.models]
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         for index, (name, chance_outcomes, weights) in enumerate(models):
