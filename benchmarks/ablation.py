@@ -48,13 +48,18 @@ from mz_jax.suite_results import evaluation_curves
 def _valid(config: TrainConfig, **changes) -> TrainConfig:
     """``config`` with ``changes``, and without what they leave nothing for: the momentum encoder
     (``consistency_target_params``) without the consistency loss, the target parameters' average
-    (``target_ema_decay``) without target parameters."""
-    value = lambda field: changes.get(field, getattr(config, field))
-    if value("consistency_loss_weight") == 0:
-        changes["consistency_target_params"] = False
-    if not value("reanalyse_values") and value("reanalyse_policy_fraction") == 0:
-        changes.update(target_ema_decay=0.0, consistency_target_params=False)
-    return dataclasses.replace(config, **changes)
+    (``target_ema_decay``) without target parameters (:attr:`TrainConfig.uses_target_params`)."""
+    bare = dataclasses.replace(
+        config, **changes, target_ema_decay=0.0, consistency_target_params=False
+    )
+    if not bare.uses_target_params:
+        return bare
+    return dataclasses.replace(
+        bare,
+        target_ema_decay=config.target_ema_decay,
+        consistency_target_params=config.consistency_target_params
+        and bare.consistency_loss_weight > 0,
+    )
 
 
 def ablations(preset: TrainConfig, *, additions: bool = True):
