@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mz_jax import aggregate, plots, report, suite_results
+from mz_jax import aggregate, plots, report, suite, suite_results
 from mz_jax.cli import main
 from mz_jax.metrics import EVAL_RETURN, LOSS, TRAIN_RETURN
 from mz_jax.workdir import sanitise
@@ -302,6 +302,49 @@ def test_report_command_regenerates_the_report(suite_dir, tmp_path, capsys):
     assert main(argv) == 0
     assert "wrote" in capsys.readouterr().out
     assert _row((suite_dir / "report.md").read_text(), "pgx:tic_tac_toe")[6] == "0.75"
+
+
+def test_export_copies_the_finished_environments_without_checkpoints(suite_dir, tmp_path, capsys):
+    for name in ("gymnax_CartPole-v1", "pgx_tic_tac_toe"):
+        (suite_dir / name / "config.json").write_text(json.dumps({"env": name}))
+        (suite_dir / name / "checkpoints" / "100").mkdir(parents=True)
+        (suite_dir / name / "checkpoints" / "100" / "state").write_bytes(b"\0" * 64)
+    dest = tmp_path / "exported"
+    argv = ["report", str(suite_dir), "--export", str(dest), "--num-resamples", "100"]
+    assert main(argv) == 0
+    assert "exported 2 finished environment(s)" in capsys.readouterr().out
+
+    copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+    assert [p for p in copied if not p.startswith("curves")] == [
+        "gymnax_CartPole-v1/config.json",
+        "gymnax_CartPole-v1/metrics.jsonl",
+        "pgx_tic_tac_toe/config.json",
+        "pgx_tic_tac_toe/metrics.jsonl",
+        "report.md",
+        "results.json",
+    ]
+    for name in ("gymnax_CartPole-v1/metrics.jsonl", "pgx_tic_tac_toe/config.json"):
+        assert (dest / name).read_bytes() == (suite_dir / name).read_bytes()
+    # results.json keeps everything but the unfinished environment.
+    original = json.loads((suite_dir / "results.json").read_text())
+    exported = json.loads((dest / "results.json").read_text())
+    del original["environments"]["gymnax:Breakout-MinAtar"]
+    assert exported == original
+    # The report written there has the finished environments' rows and curves, as in place.
+    assert main(["report", str(suite_dir), "--num-resamples", "100"]) == 0
+    in_place, there = (suite_dir / "report.md").read_text(), (dest / "report.md").read_text()
+    for name in ("gymnax:CartPole-v1", "pgx:tic_tac_toe"):
+        assert _row(there, name) == _row(in_place, name)
+    assert "gymnax:Breakout-MinAtar" not in there
+    assert (dest / "curves" / "gymnax_CartPole-v1.png").read_bytes()[:8] == PNG_MAGIC
+
+    # Refused: into itself; a finished environment without its configuration.
+    with pytest.raises(ValueError, match="into itself"):
+        suite.export_finished(suite_dir, suite_dir)
+    (suite_dir / "pgx_tic_tac_toe" / "config.json").unlink()
+    with pytest.raises(FileNotFoundError, match=r"pgx_tic_tac_toe/config\.json is missing"):
+        suite.export_finished(suite_dir, tmp_path / "again")
+    assert not (tmp_path / "again").exists()
 
 
 def test_missing_or_malformed_results(tmp_path):

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import jax
@@ -231,6 +232,28 @@ def test_suite_runs_every_environment_with_its_seeds_and_resumes(tmp_path, capsy
     )
     assert cli.main([*argv, "--env-steps", "64"]) == 0
     assert "gymnax:CartPole-v1: done before, not run again" in capsys.readouterr().out
+
+    # An export (no checkpoints) resumes the suite elsewhere: the finished environments are
+    # reported, not trained again, and an environment left out is trained there.
+    exported = tmp_path / "exported"
+    assert cli.main(["report", str(workdir), "--export", str(exported)]) == 0
+    assert not list(exported.rglob("checkpoints"))
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(exported, elsewhere)
+    results = json.loads((elsewhere / "results.json").read_text())
+    del results["environments"]["gymnax:Catch-bsuite"]
+    (elsewhere / "results.json").write_text(json.dumps(results))
+    capsys.readouterr()
+    resumed = [a if a != str(workdir) else str(elsewhere) for a in argv]
+    assert cli.main([*resumed, "--env-steps", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "gymnax:CartPole-v1: done before, not run again" in out
+    assert "[2/2] gymnax:Catch-bsuite: preset catch" in out
+    assert (elsewhere / "gymnax_CartPole-v1" / "metrics.jsonl").read_bytes() == (
+        workdir / "gymnax_CartPole-v1" / "metrics.jsonl"
+    ).read_bytes()
+    results = json.loads((elsewhere / "results.json").read_text())
+    assert [r["done"] for r in results["environments"].values()] == [True, True]
 
 
 def test_the_readme_suite_file_is_valid(tmp_path):
