@@ -48,9 +48,15 @@ from mz_jax.suite_results import evaluation_curves
 def _valid(config: TrainConfig, **changes) -> TrainConfig:
     """``config`` with ``changes``, and without what they leave nothing for: the momentum encoder
     (``consistency_target_params``) without the consistency loss, the target parameters' average
-    (``target_ema_decay``) without target parameters (:attr:`TrainConfig.uses_target_params`)."""
+    (``target_ema_decay``) without target parameters (:attr:`TrainConfig.uses_target_params`),
+    values by search without reanalysed values."""
+    by_search = config.reanalyse_values_by_search and changes.get("reanalyse_values", True)
     bare = dataclasses.replace(
-        config, **changes, target_ema_decay=0.0, consistency_target_params=False
+        config,
+        **changes,
+        target_ema_decay=0.0,
+        consistency_target_params=False,
+        reanalyse_values_by_search=by_search,
     )
     if not bare.uses_target_params:
         return bare
@@ -127,6 +133,11 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
         yield (
             "+ reanalysed policy (25%)",
             dataclasses.replace(preset, reanalyse_policy_fraction=0.25),
+        )
+    if preset.reanalyse_values and not preset.reanalyse_values_by_search:
+        yield (
+            "+ values by search",
+            dataclasses.replace(preset, reanalyse_values_by_search=True),
         )
     if preset.consistency_loss_weight == 0:
         yield "+ consistency loss (2)", dataclasses.replace(preset, consistency_loss_weight=2.0)

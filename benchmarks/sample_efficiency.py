@@ -33,6 +33,7 @@ def variants(preset):
         consistency_target_params=False,
         target_ema_decay=0.0,
         reanalyse_values=False,
+        reanalyse_values_by_search=False,
         reanalyse_policy_fraction=0.0,
         off_policy_correction_steps=None,
         augment_reflection=False,
@@ -57,6 +58,10 @@ def variants(preset):
         ),
     )
     yield "reanalysed values", dataclasses.replace(muzero, reanalyse_values=True)
+    yield (
+        "reanalysed values by search",
+        dataclasses.replace(muzero, reanalyse_values=True, reanalyse_values_by_search=True),
+    )
     yield "reanalysed policy, 25%", dataclasses.replace(muzero, reanalyse_policy_fraction=0.25)
     yield "reanalysed policy, 100%", dataclasses.replace(muzero, reanalyse_policy_fraction=1.0)
     yield "off-policy correction", dataclasses.replace(muzero, off_policy_correction_steps=1000)

@@ -142,6 +142,13 @@ class TrainConfig:
     values of truncated episodes are refreshed too (their final observations are then stored). On
     by default: with the stored values, CartPole's greedy return settled near 100-180 in 100k steps
     in every seed we ran; with fresh ones it reached 500 and stayed there."""
+    reanalyse_values_by_search: bool = False
+    """With reanalyse_values: the refreshed bootstraps are the root values of a search with the
+    target parameters from the stored observations and legal actions (EfficientZero's and
+    LightZero's ``use_root_value``; greedy: no root noise), instead of the network's value of them.
+    The search looks ahead through the model, at a search per bootstrap row (about
+    ``num_simulations`` times the inference); the bootstraps of truncated episodes keep the
+    network's value (their final observations' legal actions are not stored)."""
     reanalyse_policy_fraction: float = 0.0
     """Fraction of each batch, in [0, 1], whose policy targets come from a fresh search with the
     target parameters from the stored observations (MuZero Reanalyse; EfficientZero §4.3) instead
@@ -300,6 +307,13 @@ class TrainConfig:
                 True,
                 "False without consistency_loss_weight > 0 (it sets which parameters encode that "
                 "loss's targets)",
+            )
+        if self.reanalyse_values_by_search and not self.reanalyse_values:
+            fail(
+                "reanalyse_values_by_search",
+                True,
+                "False while reanalyse_values is False (it sets how the refreshed values are "
+                "computed)",
             )
         for field, off in (("target_ema_decay", 0), ("consistency_target_params", False)):
             if getattr(self, field) != off and not self.uses_target_params:

@@ -242,6 +242,9 @@ def _learn(
                 network=components.network,
                 final_observations=records_final_observation(components),
                 first_row=first_refreshed_row,
+                search_config=components.search_config
+                if config.reanalyse_values_by_search
+                else None,
             )
         if reanalysed_policies:
             windows = reanalyse.refresh_policies(

@@ -8,9 +8,10 @@ of windows (leaves ``[B, W, ...]``, see :mod:`mz_jax.replay`) with its target pa
 the parameters a few updates old):
 
 * :func:`refresh_values`: the ``root_value`` of every row the value targets can read becomes the
-  network's value of its observation (:func:`mz_jax.targets.bootstrap_rows_from` says which), and
-  the ``bootstrap_value`` of a truncated episode the value of the observation it reached (stored
-  for this by ``rollout(record_final_observation=True)``);
+  network's value of its observation, or the root value of a greedy search from it
+  (:func:`mz_jax.targets.bootstrap_rows_from` says which rows), and the ``bootstrap_value`` of a
+  truncated episode the value of the observation it reached (stored for this by
+  ``rollout(record_final_observation=True)``);
 * :func:`refresh_policies`: the policy targets of steps 0..K of the first windows become those of a
   fresh search from their stored observations and legal actions;
 * :func:`td_steps_for_age` (off-policy correction): older data bootstraps after fewer real rewards,
@@ -41,6 +42,16 @@ def _values(params: Params, network: MuZeroNetwork, observation: Array) -> Array
     return jax.lax.stop_gradient(logits_to_scalar(output.value_logits))
 
 
+def _search_values(
+    params: Params, network: MuZeroNetwork, observation: Array, legal: Array, config: SearchConfig
+) -> Array:
+    # greedy: no root noise, and a fixed key for the tree's tie-breaking (no key to pass).
+    out = search(
+        params, jax.random.key(0), observation, legal, network=network, config=config, greedy=True
+    )
+    return jax.lax.stop_gradient(out.root_value)
+
+
 def refresh_values(
     params: Params,
     windows: Trajectory,
@@ -48,12 +59,17 @@ def refresh_values(
     network: MuZeroNetwork,
     final_observations: bool = False,
     first_row: int = 0,
+    search_config: SearchConfig | None = None,
 ) -> Trajectory:
     """``windows`` (leaves ``[B, W, ...]``) with the ``root_value`` of rows ``first_row..W-1``
     replaced by the network's value of their observations, and, with ``final_observations`` (the
     windows hold them, as ``rollout(record_final_observation=True)`` records them), the first
     truncation's ``bootstrap_value`` of each window by the value of the observation it reached (from
     the perspective of the player at that row).
+
+    With ``search_config``, the rows' values are instead the root values of a greedy search
+    (no root noise) with ``params`` from their observations and stored legal actions
+    (EfficientZero's ``use_root_value``); the truncations' bootstraps stay the network's values.
 
     The n-step targets bootstrap from any row where off-policy correction or an exploratory action
     cuts the return, so by default all W rows are refreshed. Where neither can happen, the targets
@@ -67,7 +83,12 @@ def refresh_values(
             f"first_row must be in [0, {rows}) for windows of {rows} rows; got {first_row}"
         )
     observation = _flatten2(windows.observation[:, first_row:])
-    values = _values(params, network, observation).reshape(batch, rows - first_row)
+    if search_config is None:
+        values = _values(params, network, observation)
+    else:
+        legal = _flatten2(windows.legal_action_mask[:, first_row:])
+        values = _search_values(params, network, observation, legal, search_config)
+    values = values.reshape(batch, rows - first_row)
     windows = windows._replace(root_value=windows.root_value.at[:, first_row:].set(values))
     if not final_observations:
         return windows  # keep the acting-time estimates of truncation bootstraps

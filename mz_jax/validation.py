@@ -158,6 +158,7 @@ RULES: dict[str, Rule] = {
     "chance_straight_through": one_of("logits", "softmax"),
     "chance_codes": one_of("environment", "learned"),
     "reanalyse_values": boolean(),
+    "reanalyse_values_by_search": boolean(),
     "augment_reflection": boolean(),
     "stop_value_targets_at_exploration": boolean(),
     "reanalyse_policy_fraction": _FRACTION,

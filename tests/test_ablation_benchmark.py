@@ -1,6 +1,7 @@
 """``benchmarks/ablation.py`` and ``benchmarks/sample_efficiency.py``: every variant they build from
 a preset is a valid configuration that changes what its name says."""
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -54,6 +55,17 @@ def test_switching_off_a_term_switches_off_what_depends_on_it():
         "reanalyse_values",
         "target_ema_decay",
     ]
+    # Values by search are values reanalysed a way: off with them.
+    by_search = dataclasses.replace(preset, reanalyse_values_by_search=True)
+    assert changed_fields(
+        by_search, dict(ablation.ablations(by_search))["reanalysed values off"]
+    ) == [
+        "consistency_target_params",
+        "reanalyse_values",
+        "reanalyse_values_by_search",
+        "target_ema_decay",
+    ]
+    assert changed_fields(preset, arms["+ values by search"]) == ["reanalyse_values_by_search"]
 
 
 def test_the_cost_benchmark_switches_each_term_on_alone():

@@ -242,6 +242,12 @@ _INVALID = {
         "True",
         "consistency_loss_weight > 0",
     ),
+    "reanalyse_values_by_search without reanalysed values": (
+        lambda: TrainConfig(reanalyse_values=False, reanalyse_values_by_search=True),
+        "reanalyse_values_by_search",
+        "True",
+        "reanalyse_values is False",
+    ),
     "random_action_anneal without exploration": (
         lambda: TrainConfig(random_action_anneal=(0.05, 0.5)),
         "random_action_anneal",

@@ -385,6 +385,75 @@ def test_truncation_bootstraps_are_refreshed():
     )
 
 
+@pytest.mark.parametrize("policy", ["muzero", "gumbel"])
+def test_values_by_search_are_root_values_of_a_lookahead(policy):
+    # A model whose root value is 0, whose every other state is worth c = h⁻¹(2) and whose every
+    # move earns r = h⁻¹(1), with the discount g that makes c = r + g c. Every simulation then backs
+    # up c to the root, whatever the tree, and the root value is the running mean over the root's
+    # own value and the N simulations: N c / (N + 1). The network's value would be 0.
+    support, n = 4, 6
+    r, c = float(transforms.h_inv(1.0)), float(transforms.h_inv(2.0))
+    g = 1.0 - r / c
+    bins = jnp.arange(-support, support + 1, dtype=jnp.float32)
+    one_hot = lambda value, batch: jnp.tile(jnp.where(bins == value, 60.0, -60.0), (batch, 1))
+
+    def initial_inference(params, observation):
+        batch = observation.shape[0]
+        output = ModelOutput(one_hot(0, batch), one_hot(0, batch), jnp.zeros((batch, 2)))
+        return output, observation
+
+    def recurrent_inference(params, hidden, action):
+        batch = hidden.shape[0]
+        output = ModelOutput(one_hot(2, batch), one_hot(1, batch), jnp.zeros((batch, 2)))
+        return output, hidden
+
+    network = MuZeroNetwork(initial_inference, recurrent_inference)
+    config = mcts.SearchConfig(num_simulations=n, discount=g, two_player=False, policy=policy)
+    window = _window([1.0] * 4, [-5.0] * 4)
+    window = window._replace(legal_action_mask=jnp.ones((4, 2), bool))
+    windows = jax.tree.map(lambda x: x[None], window)
+    refresh = functools.partial(reanalyse.refresh_values, network=network, first_row=1)
+    by_search = jax.jit(functools.partial(refresh, search_config=config))({}, windows)
+    np.testing.assert_allclose(by_search.root_value[0], [-5.0] + [n * c / (n + 1)] * 3, rtol=1e-4)
+    np.testing.assert_allclose(jax.jit(refresh)({}, windows).root_value[0], [-5.0, 0, 0, 0])
+
+
+def test_values_by_search_are_a_direct_greedy_search_with_the_given_params():
+    from mz_jax.networks import make_mlp_network
+
+    network, params = make_mlp_network(0, observation_shape=(2,), num_actions=2)
+    config = mcts.SearchConfig(num_simulations=4, discount=0.9, two_player=False)
+    b, w = 3, 5
+    rng = np.random.default_rng(1)
+    window = _window([0.0] * w, [-7.0] * w, truncated=[3])
+    windows = jax.tree.map(lambda x: jnp.stack([x] * b), window)
+    windows = windows._replace(
+        observation=jnp.asarray(rng.normal(size=(b, w, 2)), jnp.float32),
+        legal_action_mask=jnp.asarray(rng.random((b, w, 2)) < 0.7) | jnp.eye(2, dtype=bool)[1],
+        final_observation=jnp.asarray(rng.normal(size=(b, w, 2)), jnp.float32),
+        final_player=jnp.zeros((b, w), jnp.int32),
+        player=jnp.zeros((b, w), jnp.int32),
+    )
+    refresh = functools.partial(
+        reanalyse.refresh_values, network=network, final_observations=True, first_row=2
+    )
+    out = jax.jit(functools.partial(refresh, search_config=config))(params, windows)
+    direct = jax.jit(
+        functools.partial(mcts.search, network=network, config=config, greedy=True)
+    )(
+        params,
+        jax.random.key(123),  # greedy: the key is not used
+        windows.observation[:, 2:].reshape(-1, 2),
+        windows.legal_action_mask[:, 2:].reshape(-1, 2),
+    )
+    np.testing.assert_allclose(out.root_value[:, 2:].reshape(-1), direct.root_value, rtol=1e-5)
+    np.testing.assert_array_equal(out.root_value[:, :2], -7.0)  # rows before first_row untouched
+    # The truncation's bootstrap is the network's value of its final observation, as without search.
+    by_network = jax.jit(refresh)(params, windows)
+    np.testing.assert_array_equal(out.bootstrap_value, by_network.bootstrap_value)
+    assert not np.allclose(out.root_value[:, 2:], by_network.root_value[:, 2:])
+
+
 def test_value_refresh_from_td_steps_reads_no_stale_row():
     from mz_jax.targets import bootstrap_rows_from, make_targets
 

@@ -1,5 +1,7 @@
 """Target parameters of ``reanalyse_values``: a copy of the parameters, refreshed every N updates."""
 
+import dataclasses
+
 import jax
 import numpy as np
 
@@ -75,3 +77,20 @@ def test_polyak_target_moves_a_fixed_share_of_the_way_to_the_parameters_at_each_
             assert _same(target, previous_target)
             seen["stale"] += 1
     assert seen["refreshed"] >= 2 and seen["stale"] >= 2
+
+
+def test_values_by_search_reach_the_iteration():
+    # Same seed, same run, but for the value bootstraps: once the network's predictions are no
+    # longer uniform (its output layers start at zero), the search's root values differ from the
+    # network's values, and so do the runs' value losses.
+    losses = {}
+    for by_search in (False, True):
+        config = dataclasses.replace(CONFIG, reanalyse_values_by_search=by_search)
+        trainer = make_train(config, devices=jax.devices()[:1])
+        state = trainer.init(0)
+        losses[by_search] = []
+        for _ in range(8):
+            state, metrics = trainer.step(state)
+            losses[by_search].append(float(jax.device_get(metrics["loss"]["value"])[0]))
+    assert np.isfinite(losses[True]).all()
+    assert losses[True] != losses[False]
