@@ -254,6 +254,10 @@ def test_suite_runs_every_environment_with_its_seeds_and_resumes(tmp_path, capsy
     ).read_bytes()
     results = json.loads((elsewhere / "results.json").read_text())
     assert [r["done"] for r in results["environments"].values()] == [True, True]
+    # Catch trained from the start there: the exported records it found were dropped, not doubled.
+    lines = (elsewhere / "gymnax_Catch-bsuite" / "metrics.jsonl").read_text().splitlines()
+    steps = sorted(r["env_steps"] for r in map(json.loads, lines) if EVAL_RETURN in r)
+    assert steps == [32] * NUM_SEEDS + [64] * NUM_SEEDS
 
 
 def test_the_readme_suite_file_is_valid(tmp_path):
