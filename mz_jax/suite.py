@@ -14,7 +14,9 @@ there is not run again. An environment of a two-player game may name an ``oppone
 trained, each seed's final agent plays ``opponent_episodes`` greedy games against it (half of them
 moving first), and results.json records the wins, draws and losses in total and per seat. At the end
 :func:`mz_jax.report.write_report` writes ``report.md``, the learning curves and the aggregate
-scores.
+scores. :func:`export_finished` (``mz-jax report WORKDIR --export DIR``) copies the finished
+environments' results, configurations and metrics, without replay or checkpoints, to a directory to
+commit, a copy of which resumes the suite on another machine.
 
 A suite file (TOML or JSON) lists environments, each with an optional preset, field overrides and
 opponent::
@@ -384,11 +386,12 @@ def export_finished(suite_workdir: str | Path, dest: str | Path) -> dict:
     """Copies what a suite's finished environments need, without their checkpoints, to ``dest``.
 
     That is ``results.json`` (its finished environments only) and each one's ``config.json`` and
-    ``metrics.jsonl``: a megabyte or two where the workdir holds replay buffers and
-    checkpoints. From ``dest``, ``mz-jax report`` writes the same report (:func:`write_report`),
-    and a copy of ``dest`` resumes the suite on another machine: ``mz-jax suite`` with the same
-    arguments reports the finished environments and trains only the others. An unfinished one is
-    left out, since it would start over without its checkpoint.
+    ``metrics.jsonl``: a megabyte or two where the workdir holds replay buffers and checkpoints.
+    From ``dest``, ``mz-jax report`` writes the finished environments' rows of the report
+    (:func:`write_report`) as the suite workdir gives them, and a copy of ``dest`` resumes the
+    suite on another machine: ``mz-jax suite`` with the same arguments reports the finished
+    environments and trains only the others. An unfinished one is left out, since it would start
+    over without its checkpoint.
 
     Returns:
       The ``results.json`` written to ``dest``.
