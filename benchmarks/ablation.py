@@ -92,6 +92,11 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
         yield "reanalysed policy off", _valid(preset, reanalyse_policy_fraction=0.0)
     if preset.reanalyse_values:
         yield "reanalysed values off", _valid(preset, reanalyse_values=False)
+    if preset.reanalyse_values_by_search:
+        yield (
+            "values by search off",
+            dataclasses.replace(preset, reanalyse_values_by_search=False),
+        )
     if preset.off_policy_correction_steps is not None:
         yield (
             "off-policy correction off",
