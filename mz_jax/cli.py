@@ -221,7 +221,7 @@ def _report(argv: list[str]) -> int:
         )
         report_dir = args.suite_workdir
         if args.export is not None:
-            from mz_jax.suite import export_finished
+            from mz_jax.suite_results import export_finished
 
             exported = export_finished(args.suite_workdir, args.export)
             print(

@@ -14,9 +14,9 @@ there is not run again. An environment of a two-player game may name an ``oppone
 trained, each seed's final agent plays ``opponent_episodes`` greedy games against it (half of them
 moving first), and results.json records the wins, draws and losses in total and per seat. At the end
 :func:`mz_jax.report.write_report` writes ``report.md``, the learning curves and the aggregate
-scores. :func:`export_finished` (``mz-jax report WORKDIR --export DIR``) copies the finished
-environments' results, configurations and metrics, without replay or checkpoints, to a directory to
-commit, a copy of which resumes the suite on another machine.
+scores. :func:`mz_jax.suite_results.export_finished` (``mz-jax report WORKDIR --export DIR``)
+copies the finished environments' results, configurations and metrics, without replay or
+checkpoints, to a directory to commit, a copy of which resumes the suite on another machine.
 
 A suite file (TOML or JSON) lists environments, each with an optional preset, field overrides and
 opponent::
@@ -40,7 +40,6 @@ opponent::
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import tomllib
 from collections.abc import Mapping
@@ -54,10 +53,8 @@ from mz_jax.presets import PresetError, load_preset
 from mz_jax.report import write_report
 from mz_jax.run import NonFiniteError, run_training
 from mz_jax.suite_opponent import DEFAULT_OPPONENT_EPISODES, check_opponent, play_opponent
-from mz_jax.suite_results import evaluation_curves, load_results
+from mz_jax.suite_results import evaluation_curves
 from mz_jax.workdir import (
-    CONFIG_FILE,
-    METRICS_FILE,
     RESULTS_FILE,
     check_finished_run,
     config_from_dict,
@@ -380,52 +377,3 @@ def run_suite(
     if report:
         print(f"report: {write_report(workdir)}", flush=True)
     return results
-
-
-def export_finished(suite_workdir: str | Path, dest: str | Path) -> dict:
-    """Copies what a suite's finished environments need, without their checkpoints, to ``dest``.
-
-    That is ``results.json`` (its finished environments only) and each one's ``config.json`` and
-    ``metrics.jsonl``: 2.1 MB for a MinAtar game whose workdir takes 120 MB, mostly checkpoints.
-    From ``dest``, ``mz-jax report`` writes the finished environments' rows of the report
-    (:func:`write_report`) as the suite workdir gives them, and a copy of ``dest`` resumes the
-    suite on another machine: ``mz-jax suite`` with the same arguments reports the finished
-    environments and trains only the others. An unfinished one is left out, since it would start
-    over without its checkpoint.
-
-    Returns:
-      The ``results.json`` written to ``dest``.
-
-    Raises:
-      FileNotFoundError: no ``results.json`` in ``suite_workdir``, or a finished environment's
-        ``config.json`` is missing.
-      ValueError: ``dest`` is ``suite_workdir``, or ``results.json`` is malformed.
-    """
-    suite_workdir, dest = Path(suite_workdir), Path(dest)
-    if dest.resolve() == suite_workdir.resolve():
-        raise ValueError(
-            f"cannot export {str(suite_workdir)!r} into itself: name another directory"
-        )
-    results = load_results(suite_workdir)
-    finished = {
-        name: record
-        for name, record in results["environments"].items()
-        if record.get("done") is True and isinstance(record.get("workdir"), str)
-    }
-    for record in finished.values():
-        source = suite_workdir / record["workdir"]
-        if not (source / CONFIG_FILE).is_file():
-            raise FileNotFoundError(
-                f"{source / CONFIG_FILE} is missing: a finished environment cannot be exported "
-                "without the configuration it was trained with"
-            )
-    for record in finished.values():
-        source, target = suite_workdir / record["workdir"], dest / record["workdir"]
-        target.mkdir(parents=True, exist_ok=True)
-        for name in (CONFIG_FILE, METRICS_FILE):
-            if (source / name).is_file():
-                shutil.copyfile(source / name, target / name)
-    exported = {**results, "environments": finished}
-    dest.mkdir(parents=True, exist_ok=True)
-    write_atomically(dest / RESULTS_FILE, json.dumps(exported, indent=2) + "\n")
-    return exported

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mz_jax import aggregate, plots, report, suite, suite_results
+from mz_jax import aggregate, plots, report, suite_results
 from mz_jax.cli import main
 from mz_jax.metrics import EVAL_RETURN, LOSS, TRAIN_RETURN
 from mz_jax.workdir import sanitise
@@ -340,10 +340,10 @@ def test_export_copies_the_finished_environments_without_checkpoints(suite_dir, 
 
     # Refused: into itself; a finished environment without its configuration.
     with pytest.raises(ValueError, match="into itself"):
-        suite.export_finished(suite_dir, suite_dir)
+        suite_results.export_finished(suite_dir, suite_dir)
     (suite_dir / "pgx_tic_tac_toe" / "config.json").unlink()
     with pytest.raises(FileNotFoundError, match=r"pgx_tic_tac_toe/config\.json is missing"):
-        suite.export_finished(suite_dir, tmp_path / "again")
+        suite_results.export_finished(suite_dir, tmp_path / "again")
     assert not (tmp_path / "again").exists()
 
 
