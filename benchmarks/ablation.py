@@ -120,6 +120,8 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
         )
     if preset.decay_updates is not None:
         yield "learning-rate decay off", dataclasses.replace(preset, lr_decay_updates=None)
+    if preset.value_target_sigma > 0:
+        yield "HL-Gauss value targets off", dataclasses.replace(preset, value_target_sigma=0.0)
     if not additions:
         return
     if network.value_prefix_horizon is None:
@@ -143,6 +145,11 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
         yield (
             "+ values by search",
             dataclasses.replace(preset, reanalyse_values_by_search=True),
+        )
+    if preset.value_target_sigma == 0:
+        yield (
+            "+ HL-Gauss value targets (0.75)",
+            dataclasses.replace(preset, value_target_sigma=0.75),
         )
     if preset.consistency_loss_weight == 0:
         yield "+ consistency loss (2)", dataclasses.replace(preset, consistency_loss_weight=2.0)

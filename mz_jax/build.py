@@ -125,6 +125,7 @@ def build(config: TrainConfig, *, unroll: int | bool | None = None) -> Component
             weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
             hidden_grad_scale=config.hidden_grad_scale,
             consistency_loss_weight=config.consistency_loss_weight,
+            value_target_sigma=config.value_target_sigma,
             unroll=unroll,
         )
     else:
@@ -137,6 +138,7 @@ def build(config: TrainConfig, *, unroll: int | bool | None = None) -> Component
             hidden_grad_scale=config.hidden_grad_scale,
             consistency_loss_weight=config.consistency_loss_weight,
             code_usage_weight=config.code_usage_weight,
+            value_target_sigma=config.value_target_sigma,
             straight_through=config.chance_straight_through,
             chance_outcome=env.chance_outcome if config.chance_codes == "environment" else None,
             unroll=unroll,

@@ -105,6 +105,10 @@ class TrainConfig:
     """Weight of EfficientZero's self-supervised consistency loss (2 in the paper): the projected
     unrolled hidden states are pulled towards the projected representations of the observations
     actually reached. 0: off (the MuZero loss)."""
+    value_target_sigma: float = 0.0
+    """HL-Gauss value targets (Farebrother et al., 2024): each value target spread over the value
+    support by a normal of this many bins (0.75 in the paper) rather than projected two-hot onto
+    its two nearest bins, as MuZero. 0: two-hot. The reward targets stay two-hot."""
     commitment_loss_weight: float = 0.0
     """Stochastic MuZero only (network.num_chance_outcomes): β of the chance encoder's commitment
     term ``||sg(c) - c^e||^2`` (VQ-VAE's commitment cost is 0.25, van den Oord et al., 2017). 0 by

@@ -10,6 +10,7 @@ gradient scaled by ``1/K``; both act on the gradient only, not on the loss value
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -153,12 +154,14 @@ def loss_from_predictions(
     consistency: Array | None = None,
     consistency_loss_weight: float = 0.0,
     turn: Array | None = None,
+    value_target_sigma: float = 0.0,
 ) -> tuple[Array, LossAux]:
     """The loss terms of :func:`make_loss_fn` (without weight decay) from ``[B, K+1, ...]`` predictions.
 
     ``consistency`` is the ``[B, K]`` negative cosine of steps 1..K, or None; ``turn`` the ``[B, K]``
-    turn cross-entropies of steps 1..K (:func:`turn_terms`), or None. ``aux.losses`` has
-    ``total``, ``value``, ``reward``, ``policy`` (and ``consistency``, ``turn``)."""
+    turn cross-entropies of steps 1..K (:func:`turn_terms`), or None; ``value_target_sigma`` as in
+    :func:`make_loss_fn`. ``aux.losses`` has ``total``, ``value``, ``reward``, ``policy`` (and
+    ``consistency``, ``turn``)."""
     check_num_actions(predictions.policy_logits, batch.target_policy)
     num_unroll_steps = batch.actions.shape[1]
     value_support = transforms.support_size_from_bins(predictions.value_logits.shape[-1])
@@ -175,7 +178,8 @@ def loss_from_predictions(
             target_reward @ value_prefix_matrix(num_unroll_steps, value_prefix_horizon).T
         )
     value_ce = cross_entropy(
-        predictions.value_logits, transforms.scalar_to_support(batch.target_value, value_support)
+        predictions.value_logits,
+        transforms.scalar_to_support(batch.target_value, value_support, sigma=value_target_sigma),
     )
     reward_ce = cross_entropy(
         predictions.reward_logits, transforms.scalar_to_support(target_reward, reward_support)
@@ -284,6 +288,14 @@ def check_weights(**weights: float) -> None:
             raise ValueError(f"{name} must be >= 0; got {value}")
 
 
+def check_sigma(value_target_sigma: float) -> None:
+    """Raises ``ValueError`` unless ``value_target_sigma`` is a finite number >= 0."""
+    if not (math.isfinite(value_target_sigma) and value_target_sigma >= 0):
+        raise ValueError(
+            f"value_target_sigma must be a finite number >= 0 (bins); got {value_target_sigma}"
+        )
+
+
 def l2_penalty(params: Params, weight_decay: float) -> Array:
     """``weight_decay * sum_theta ||theta||^2 / 2`` over every leaf of ``params``, in float32."""
     l2 = sum(jnp.sum(jnp.square(p.astype(jnp.float32))) for p in jax.tree.leaves(params))
@@ -298,6 +310,7 @@ def make_loss_fn(
     weight_decay: float = 0.0,
     hidden_grad_scale: float = 0.5,
     consistency_loss_weight: float = 0.0,
+    value_target_sigma: float = 0.0,
     remat: bool = False,
     unroll: int | bool = 1,
 ) -> LossFn:
@@ -324,6 +337,8 @@ def make_loss_fn(
     * a network that predicts turns (``network.turn_logits``) adds to ``l_k``, k >= 1, the binary
       cross-entropy of its turn logit of ``s_k`` against ``target_same_player`` (with
       ``observation_mask``); the batch must carry ``target_same_player`` (:func:`turn_terms`).
+    * ``value_target_sigma`` > 0 spreads each value target ``phi(z_k)`` over the support by a
+      normal of that many bins (HL-Gauss, Farebrother et al. 2024) instead of two-hot.
 
     Args:
       network: the representation/dynamics/prediction functions.
@@ -335,6 +350,9 @@ def make_loss_fn(
       hidden_grad_scale: gradient scale of the hidden state between unrolled steps (1/2 in the paper).
       consistency_loss_weight: weight of EfficientZero's self-supervised consistency term (2 in the
         paper); 0 leaves it out.
+      value_target_sigma: the standard deviation, in bins of the value support, of HL-Gauss value
+        targets (:func:`mz_jax.transforms.scalar_to_gaussian`; 0.75 in the paper); 0: two-hot, as
+        MuZero. The reward targets stay two-hot.
       remat: rematerialise each unrolled step in the backward pass (``jax.checkpoint``), trading compute
         for memory on long unrolls.
       unroll: passed to ``jax.lax.scan``; unrolling a few steps can help small models on accelerators.
@@ -348,6 +366,7 @@ def make_loss_fn(
         weight_decay=weight_decay,
         consistency_loss_weight=consistency_loss_weight,
     )
+    check_sigma(value_target_sigma)
 
     def loss_fn(
         params: Params, batch: Batch, target_params: Params | None = None
@@ -384,6 +403,7 @@ def make_loss_fn(
             consistency=consistency,
             consistency_loss_weight=consistency_loss_weight,
             turn=turn,
+            value_target_sigma=value_target_sigma,
         )
         weight_decay_loss = l2_penalty(params, weight_decay)
         total = loss + weight_decay_loss

@@ -38,6 +38,7 @@ from mz_jax.batch_checks import check_batch
 from mz_jax.loss import (
     LossAux,
     LossFn,
+    check_sigma,
     check_weights,
     consistency_terms,
     cross_entropy,
@@ -183,8 +184,11 @@ def unroll_stochastic_model(
     return StochasticUnroll(predictions, jax.tree.map(batch_major, afterstates), codes, states)
 
 
-def chance_terms(unrolled: StochasticUnroll, batch: Batch) -> dict[str, Array]:
-    """The ``[B, K]`` per-step Stochastic MuZero terms ``Q``, ``chance`` and ``commitment``.
+def chance_terms(
+    unrolled: StochasticUnroll, batch: Batch, *, value_target_sigma: float = 0.0
+) -> dict[str, Array]:
+    """The ``[B, K]`` per-step Stochastic MuZero terms ``Q``, ``chance`` and ``commitment``
+    (``value_target_sigma``: the Q targets' HL-Gauss spread, as :func:`mz_jax.make_loss_fn`'s).
 
     Step k (k = 0..K-1) is the transition from step k to step k+1; its Q term is masked by
     ``mask[:, k]`` (the action of a step in the data or after termination, whose target is 0), its
@@ -196,7 +200,9 @@ def chance_terms(unrolled: StochasticUnroll, batch: Batch) -> dict[str, Array]:
     num_steps = batch.actions.shape[1]
     q = cross_entropy(
         afterstates.value_logits,
-        transforms.scalar_to_support(batch.target_value[:, :num_steps], value_support),
+        transforms.scalar_to_support(
+            batch.target_value[:, :num_steps], value_support, sigma=value_target_sigma
+        ),
     )
     target_code = jax.lax.stop_gradient(codes.code)
     chance = cross_entropy(afterstates.chance_logits, target_code)
@@ -223,6 +229,7 @@ def make_stochastic_loss_fn(
     hidden_grad_scale: float = 0.5,
     consistency_loss_weight: float = 0.0,
     code_usage_weight: float = 0.0,
+    value_target_sigma: float = 0.0,
     straight_through: str = "softmax",
     chance_outcome: Callable[[Array, Array, Array], Array] | None = None,
     unroll: int | bool = 1,
@@ -261,6 +268,8 @@ def make_stochastic_loss_fn(
         encoder's soft codes averaged over the batch's masked-in transitions, largest when every
         code is used equally. Not in the paper (0 leaves it out); an encoder whose codes collapse
         to one (``chance`` and ``commitment`` near 0) plans as a deterministic model.
+      value_target_sigma: HL-Gauss value targets for the state and afterstate value terms, as in
+        :func:`mz_jax.make_loss_fn`; 0: two-hot.
       straight_through: what the chance code's straight-through gradient reaches, the encoder's
         ``"logits"`` or their ``"softmax"`` (:func:`chance_code`).
       chance_outcome: None (the paper: codes from the encoder), or the environment's outcome of
@@ -284,6 +293,7 @@ def make_stochastic_loss_fn(
         consistency_loss_weight=consistency_loss_weight,
         code_usage_weight=code_usage_weight,
     )
+    check_sigma(value_target_sigma)
     _check_straight_through(straight_through)
     if chance_outcome is not None and not callable(chance_outcome):
         raise ValueError(
@@ -332,8 +342,9 @@ def make_stochastic_loss_fn(
             turn=turn,
             consistency=consistency,
             consistency_loss_weight=consistency_loss_weight,
+            value_target_sigma=value_target_sigma,
         )
-        terms = chance_terms(unrolled, batch)
+        terms = chance_terms(unrolled, batch, value_target_sigma=value_target_sigma)
         mask = batch.mask[:, :-1].astype(jnp.float32)
         observation_mask = (
             batch.mask[:, 1:] if batch.observation_mask is None else batch.observation_mask

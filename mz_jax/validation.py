@@ -153,6 +153,7 @@ RULES: dict[str, Rule] = {
     "value_loss_weight": number(0, 100),
     "reward_loss_weight": number(0, 100),
     "consistency_loss_weight": number(0, 100),
+    "value_target_sigma": number(0, 100),
     "commitment_loss_weight": number(0, 100),
     "code_usage_weight": number(0, 100),
     "chance_straight_through": one_of("logits", "softmax"),

@@ -68,6 +68,12 @@ def test_switching_off_a_term_switches_off_what_depends_on_it():
         "target_ema_decay",
     ]
     assert changed_fields(preset, arms["+ values by search"]) == ["reanalyse_values_by_search"]
+    # HL-Gauss value targets, on and off, change that field alone.
+    assert changed_fields(preset, arms["+ HL-Gauss value targets (0.75)"]) == ["value_target_sigma"]
+    gauss = dataclasses.replace(preset, value_target_sigma=0.75)
+    gauss_arms = dict(ablation.ablations(gauss))
+    assert "+ HL-Gauss value targets (0.75)" not in gauss_arms
+    assert changed_fields(gauss, gauss_arms["HL-Gauss value targets off"]) == ["value_target_sigma"]
 
 
 def test_the_cost_benchmark_switches_each_term_on_alone():

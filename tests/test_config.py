@@ -224,6 +224,12 @@ _INVALID = {
         "(1.5, 0.5)",
         "first a number in [0, 1]",
     ),
+    "a negative HL-Gauss spread": (
+        lambda: TrainConfig(value_target_sigma=-0.5),
+        "value_target_sigma",
+        "-0.5",
+        "[0.0, 100.0]",
+    ),
     "target_ema_decay of 1 (a target that never moves)": (
         lambda: TrainConfig(target_ema_decay=1.0),
         "target_ema_decay",

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _hl_gauss import reference_phi_gauss
 
 import mz_jax
 from mz_jax import Batch, ModelOutput, MuZeroNetwork, make_loss_fn
@@ -87,7 +88,13 @@ def reference_ce(logits, probs):
 
 
 def reference_loss(
-    params, batch, value_loss_weight=1.0, reward_loss_weight=1.0, weight_decay=0.0, hidden_scale=0.5
+    params,
+    batch,
+    value_loss_weight=1.0,
+    reward_loss_weight=1.0,
+    weight_decay=0.0,
+    hidden_scale=0.5,
+    value_target_sigma=0.0,
 ):
     net = tiny_network()
     b_size, k_steps = batch.actions.shape
@@ -101,9 +108,13 @@ def reference_loss(
                     params, hidden, batch.actions[b : b + 1, k - 1]
                 )
                 hidden = formula_scale_gradient(state, hidden_scale)
-            step = value_loss_weight * reference_ce(
-                out.value_logits[0], reference_phi(batch.target_value[b, k], VALUE_BINS)
-            )
+            if value_target_sigma > 0:
+                value_target = reference_phi_gauss(
+                    batch.target_value[b, k], VALUE_BINS, value_target_sigma
+                )
+            else:
+                value_target = reference_phi(batch.target_value[b, k], VALUE_BINS)
+            step = value_loss_weight * reference_ce(out.value_logits[0], value_target)
             step += reference_ce(out.policy_logits[0], batch.target_policy[b, k])
             if k > 0:
                 step += reward_loss_weight * reference_ce(
@@ -126,6 +137,7 @@ def reference_loss(
             "weight_decay": 1e-2,
             "hidden_scale": 0.3,
         },
+        {"value_target_sigma": 0.75},  # HL-Gauss value targets
     ],
 )
 @pytest.mark.parametrize("unroll", [1, True])  # one loop body; the K steps as straight-line code
@@ -138,6 +150,7 @@ def test_loss_and_gradients_match_reference_loop(kwargs, unroll):
         reward_loss_weight=kwargs.get("reward_loss_weight", 1.0),
         weight_decay=kwargs.get("weight_decay", 0.0),
         hidden_grad_scale=hidden_scale,
+        value_target_sigma=kwargs.get("value_target_sigma", 0.0),
         unroll=unroll,
     )
     (loss, _), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, batch)
@@ -298,3 +311,35 @@ def test_bad_batch_shapes_name_the_field(field, bad, message):
     batch = random_batch(0, batch_size=4, num_unroll_steps=3)._replace(**{field: bad})
     with pytest.raises(ValueError, match=message):
         make_loss_fn(tiny_network())(tiny_params(), batch)
+
+
+def test_the_config_field_gives_the_training_loss_hl_gauss_value_targets():
+    # build(config).loss_fn's value term is make_loss_fn's with the same sigma (which the reference
+    # loop above checks), and not the two-hot one: the field reaches the training loss.
+    config = mz_jax.TrainConfig(
+        env="gymnax:CartPole-v1", network=mz_jax.NetworkConfig(hidden_sizes=(8,), latent_size=8)
+    )
+    components = mz_jax.build(config.replace(value_target_sigma=0.75))
+    two_hot = mz_jax.build(config)
+    params = components.init_params(jax.random.key(0))
+    # Random output layers (they start at zero, where every target gives the same cross-entropy).
+    leaves, tree = jax.tree.flatten(params)
+    keys = jax.random.split(jax.random.key(1), len(leaves))
+    params = jax.tree.unflatten(
+        tree, [p + 0.3 * jax.random.normal(k, p.shape) for p, k in zip(leaves, keys, strict=True)]
+    )
+    rng = np.random.default_rng(0)
+    k, num_actions = config.num_unroll_steps, components.env.num_actions
+    batch = Batch(
+        observation=jnp.asarray(rng.normal(size=(4, 4)), jnp.float32),
+        actions=jnp.asarray(rng.integers(0, num_actions, size=(4, k)), jnp.int32),
+        target_value=jnp.asarray(rng.uniform(0, 60, size=(4, k + 1)), jnp.float32),
+        target_reward=jnp.ones((4, k + 1)),
+        target_policy=jnp.full((4, k + 1, num_actions), 1 / num_actions),
+        mask=jnp.ones((4, k + 1)),
+        weight=jnp.ones((4,)),
+    )
+    value = lambda loss_fn: float(loss_fn(params, batch)[1].losses["value"])
+    expected = value(make_loss_fn(components.network, value_target_sigma=0.75))
+    np.testing.assert_allclose(value(components.loss_fn), expected, rtol=1e-6)
+    assert abs(value(two_hot.loss_fn) - expected) > 1e-3

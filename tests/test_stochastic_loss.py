@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _hl_gauss import reference_phi_gauss
 from _target_params import assert_target_params_only_encode_targets
 
 from mz_jax import Batch, ModelOutput
@@ -123,7 +124,12 @@ def reference_loss(
     hidden_scale=0.5,
     straight_through="softmax",
     outcome=None,
+    value_sigma=0.0,
 ):
+    if value_sigma > 0:
+        value_phi = lambda x: reference_phi_gauss(x, VALUE_BINS, value_sigma)
+    else:
+        value_phi = lambda x: reference_phi(x, VALUE_BINS)
     net = tiny_network()
     b_size, k_steps = batch.actions.shape
     obs_mask = batch.mask[:, 1:] if batch.observation_mask is None else batch.observation_mask
@@ -134,8 +140,7 @@ def reference_loss(
         ]
         out, state = net.initial_inference(params, batch.observation[b : b + 1])
         example = batch.mask[b, 0] * (
-            value_weight
-            * reference_ce(out.value_logits[0], reference_phi(batch.target_value[b, 0], VALUE_BINS))
+            value_weight * reference_ce(out.value_logits[0], value_phi(batch.target_value[b, 0]))
             + reference_ce(out.policy_logits[0], batch.target_policy[b, 0])
         )
         for k in range(1, k_steps + 1):
@@ -154,9 +159,7 @@ def reference_loss(
             state = formula_scale_gradient(new_state, hidden_scale)
             muzero = batch.mask[b, k] * (
                 value_weight
-                * reference_ce(
-                    out.value_logits[0], reference_phi(batch.target_value[b, k], VALUE_BINS)
-                )
+                * reference_ce(out.value_logits[0], value_phi(batch.target_value[b, k]))
                 + reference_ce(out.policy_logits[0], batch.target_policy[b, k])
                 + reward_weight
                 * reference_ce(
@@ -166,10 +169,7 @@ def reference_loss(
             q = (
                 batch.mask[b, k - 1]
                 * value_weight
-                * reference_ce(
-                    after_out.value_logits[0],
-                    reference_phi(batch.target_value[b, k - 1], VALUE_BINS),
-                )
+                * reference_ce(after_out.value_logits[0], value_phi(batch.target_value[b, k - 1]))
             )
             chance = reference_ce(after_out.chance_logits[0], hard)
             commitment = jnp.sum((hard - encoding) ** 2)
@@ -185,6 +185,7 @@ def reference_loss(
         ({}, False),
         ({"value_weight": 0.25, "reward_weight": 2.0, "beta": 0.3, "hidden_scale": 0.3}, True),
         ({"beta": 0.5, "straight_through": "logits"}, True),
+        ({"value_sigma": 0.75}, False),  # HL-Gauss state and afterstate value targets
     ],
 )
 @pytest.mark.parametrize("unroll", [1, True])  # one loop body; the K steps as straight-line code
@@ -198,6 +199,7 @@ def test_loss_and_gradients_match_reference_loop(kwargs, observation_mask, unrol
         commitment_loss_weight=kwargs.get("beta", 1.0),
         hidden_grad_scale=kwargs.get("hidden_scale", 0.5),
         straight_through=kwargs.get("straight_through", "softmax"),
+        value_target_sigma=kwargs.get("value_sigma", 0.0),
         unroll=unroll,
     )
     (loss, aux), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params, batch)
