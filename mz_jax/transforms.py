@@ -2,7 +2,9 @@
 
 MuZero trains values and rewards as categorical distributions: a scalar ``x`` is squashed by
 ``h(x) = sign(x)(sqrt(|x| + 1) - 1) + eps * x`` (Pohlen et al., 2018) and projected two-hot onto the
-integer support ``[-S, S]``; a prediction is decoded as ``h^-1(sum_i p_i * i)``.
+integer support ``[-S, S]``; a prediction is decoded as ``h^-1(sum_i p_i * i)``. As an option of the
+loss, a value target may instead be spread over the support by a normal (HL-Gauss,
+:func:`scalar_to_gaussian`).
 
 Both ``h`` and ``h^-1`` are written without catastrophic cancellation, so a float32 round trip stays within
 1e-4 relative error for ``|x|`` in ``[1e-3, 1e5]`` (rlax's ``signed_parabolic(signed_hyperbolic(x))``
