@@ -144,9 +144,9 @@ def export_finished(suite_workdir: str | Path, dest: str | Path) -> dict:
     That is ``results.json`` (its finished environments only) and each one's ``config.json`` and
     ``metrics.jsonl``: 2.1 MB for a MinAtar game whose workdir takes 120 MB, mostly checkpoints.
     From ``dest``, ``mz-jax report`` writes the finished environments' rows of the report
-    (:func:`write_report`) as the suite workdir gives them, and a copy of ``dest`` resumes the
-    suite on another machine: ``mz-jax suite`` with the same arguments reports the finished
-    environments and trains only the others. An unfinished one is left out, since it would start
+    (:func:`mz_jax.report.write_report`) as the suite workdir gives them, and a copy of ``dest``
+    resumes the suite on another machine: ``mz-jax suite`` with the same arguments reports the
+    finished environments and trains only the others. An unfinished one is left out, since it would start
     over without its checkpoint.
 
     Returns:
