@@ -1,6 +1,6 @@
 """mz_jax: a functional MuZero in JAX/Flax.
 
-The public contract (``DESIGN.md``): ``scale_gradient``; the data types (``ModelOutput``,
+The public contract: ``scale_gradient``; the data types (``ModelOutput``,
 ``MuZeroNetwork``, ``Batch``, ``Trajectory``); the jitted loss (``make_loss_fn``; Stochastic
 MuZero's ``make_stochastic_loss_fn`` for a ``StochasticMuZeroNetwork``); the search
 (``search``, ``SearchConfig``); environments by name (``make_env``, ``register_env``); the networks
