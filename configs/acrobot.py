@@ -30,7 +30,8 @@ ACTION_REPEAT = 2
 
 
 def config() -> TrainConfig:
-    # Every field the docstring names; the discount, search and network are the cartpole preset's.
+    # The docstring says why each field it names is set so. The discount, batch, priorities, search
+    # and network are the cartpole preset's; the learning rate is TrainConfig's default.
     return TrainConfig(
         env="gymnax:Acrobot-v1",
         action_repeat=ACTION_REPEAT,

@@ -146,8 +146,8 @@ def export_finished(suite_workdir: str | Path, dest: str | Path) -> dict:
     From ``dest``, ``mz-jax report`` writes the finished environments' rows of the report
     (:func:`mz_jax.report.write_report`) as the suite workdir gives them, and a copy of ``dest``
     resumes the suite on another machine: ``mz-jax suite`` with the same arguments reports the
-    finished environments and trains only the others. An unfinished one is left out, since it would start
-    over without its checkpoint.
+    finished environments and trains only the others. An unfinished one is left out, since it
+    would start over without its checkpoint.
 
     Returns:
       The ``results.json`` written to ``dest``.
