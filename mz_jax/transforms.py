@@ -103,7 +103,10 @@ def scalar_to_gaussian(x: Array, support_size: int, sigma: float) -> Array:
     y = jnp.clip(x, -s, s)[..., None]
     edges = jnp.arange(2 * support_size + 2, dtype=y.dtype) - (s + 0.5)
     cdf = erf((edges - y) / (sigma * math.sqrt(2.0)))
-    return (cdf[..., 1:] - cdf[..., :-1]) / (cdf[..., -1:] - cdf[..., :1])
+    # Far in a tail both edges' erf round to the same float32 near +-1, and float32 erf is monotone
+    # only to within an ulp there: a difference can come out at -6e-8. Such a bin holds no mass.
+    mass = jnp.maximum(cdf[..., 1:] - cdf[..., :-1], 0.0)
+    return mass / jnp.sum(mass, axis=-1, keepdims=True)
 
 
 def scalar_to_support(
