@@ -67,6 +67,12 @@ class TrainConfig:
     min_replay_steps: int = 0
     """Environment steps per environment collected before the first update (0: as soon as one
     sequence fits)."""
+    sample_newest_steps: bool = False
+    """Windows may run past the newest step written: a window is sampled once its K + 1 unrolled
+    steps are written, and a return whose n rows are not all written yet stops at the newest one
+    and bootstraps from its value (as at an exploratory step). False, as MuZero's replay of
+    finished data: a window waits for all its K + td_steps + 1 steps, so each step is trained on
+    only K + td_steps iterations after it was collected."""
     priority_alpha: float = 0.5
     """Prioritisation exponent alpha in [0, inf); 0 samples uniformly (1 in the MuZero paper)."""
     priority_beta: tuple[float, float] = (0.4, 1.0)
@@ -362,6 +368,12 @@ class TrainConfig:
     def window_length(self) -> int:
         """Steps of one replayed sequence: K + 1 unrolled steps and td_steps to bootstrap from."""
         return self.num_unroll_steps + self.td_steps + 1
+
+    @property
+    def written_window_rows(self) -> int:
+        """Steps of a window that must be written before it can be sampled: all of them, or its
+        K + 1 unrolled steps with ``sample_newest_steps``."""
+        return self.num_unroll_steps + 1 if self.sample_newest_steps else self.window_length
 
     @property
     def env_steps_per_iteration(self) -> int:

@@ -140,9 +140,9 @@ def iteration(components: Components, state: RunState) -> tuple[RunState, Iterat
     if config.updates_per_iteration == 0:
         train, target_params, replay, update_metrics = _skip(learn, *learner_state)
     else:
-        ready = replay_lib.can_sample(replay, window_length=config.window_length) & (
-            replay.num_written >= config.min_replay_steps
-        )
+        ready = replay_lib.can_sample(
+            replay, window_length=config.window_length, written_rows=config.written_window_rows
+        ) & (replay.num_written >= config.min_replay_steps)
         skip = functools.partial(_skip, learn)
         if components.unroll_learner:
             # No branch either: XLA:CPU runs a convolution's gradient inside a conditional as
@@ -204,6 +204,7 @@ def _learn(
         off_policy_correction=config.off_policy_correction_steps is not None,
         exploratory_steps=config.stop_value_targets_at_exploration
         and config.random_action_probability > 0,
+        newest_steps=config.sample_newest_steps,
     )
     make_batch_targets = jax.vmap(
         functools.partial(
@@ -226,7 +227,11 @@ def _learn(
             window_length=config.window_length,
             alpha=config.priority_alpha,
             beta=beta,
+            written_rows=config.written_window_rows,
         )
+        written = None
+        if config.sample_newest_steps:
+            written = replay_lib.written_rows_of(replay, index, window_length=config.window_length)
         td_steps = None
         if config.off_policy_correction_steps is not None:
             age = reanalyse.window_age(replay, index, num_envs=config.num_envs)
@@ -256,7 +261,9 @@ def _learn(
                 num_unroll_steps=config.num_unroll_steps,
                 count=reanalysed_policies,
             )
-        batch = make_batch_targets(windows, td_steps_used=td_steps)._replace(weight=weights)
+        batch = make_batch_targets(windows, td_steps_used=td_steps, written_rows=written)._replace(
+            weight=weights
+        )
         if config.augment_reflection:
             flip = jax.random.bernoulli(jax.random.fold_in(update_key, 2), 0.5, (batch_size,))
             batch = augment.reflect_batch(batch, flip, components.env.reflection)

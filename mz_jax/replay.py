@@ -160,22 +160,44 @@ def _check_window_length(state: ReplayState, window_length: int) -> None:
         )
 
 
-def valid_starts(state: ReplayState, *, window_length: int) -> Array:
-    """``[L, E]`` bool: the slots where a whole window of ``window_length`` written, chronologically
-    contiguous steps starts. The most recent ``window_length - 1`` steps of each stream are not (yet)
-    valid starts."""
+def _check_written_rows(window_length: int, written_rows: int | None) -> int:
+    if written_rows is None:
+        return window_length
+    if not 1 <= written_rows <= window_length:
+        raise ValueError(
+            f"written_rows must be between 1 and window_length={window_length}, got {written_rows}."
+        )
+    return written_rows
+
+
+def valid_starts(
+    state: ReplayState, *, window_length: int, written_rows: int | None = None
+) -> Array:
+    """``[L, E]`` bool: the slots where a window of ``window_length`` chronologically contiguous
+    steps starts whose first ``written_rows`` steps (default: all) are written. The most recent
+    ``written_rows - 1`` steps of each stream are not (yet) valid starts; the rows of a window past
+    the newest step hold older data or zeros, for the caller to mask."""
     _check_window_length(state, window_length)
+    required = _check_written_rows(window_length, written_rows)
     length, num_envs = state.priority.shape
     oldest = (state.write_index - state.num_written) % length
     age_rank = (jnp.arange(length, dtype=jnp.int32) - oldest) % length  # 0 for the oldest slot
-    valid = age_rank + window_length <= state.num_written
+    valid = age_rank + required <= state.num_written
     return jnp.broadcast_to(valid[:, None], (length, num_envs))
 
 
-def can_sample(state: ReplayState, *, window_length: int) -> Array:
-    """Bool scalar: whether at least one window of ``window_length`` steps can be sampled."""
+def can_sample(state: ReplayState, *, window_length: int, written_rows: int | None = None) -> Array:
+    """Bool scalar: whether at least one window can be sampled (:func:`valid_starts`)."""
     _check_window_length(state, window_length)
-    return state.num_written >= window_length
+    return state.num_written >= _check_written_rows(window_length, written_rows)
+
+
+def written_rows_of(state: ReplayState, index: ReplayIndex, *, window_length: int) -> Array:
+    """``[B]`` int32: how many rows of each sampled window (from its start) are written, at most
+    ``window_length``; the newest time slot's window has 1."""
+    length = state.priority.shape[0]
+    newer = (state.write_index - 1 - index.time) % length  # slots written after the start
+    return jnp.minimum(newer + 1, window_length).astype(jnp.int32)
 
 
 class _StartPriorities(NamedTuple):
@@ -184,8 +206,10 @@ class _StartPriorities(NamedTuple):
     log_max: Array  # scalar, over valid starts; 0 where none is valid (so no inf - inf appears)
 
 
-def _start_priorities(state: ReplayState, window_length: int) -> _StartPriorities:
-    valid = valid_starts(state, window_length=window_length)
+def _start_priorities(
+    state: ReplayState, window_length: int, written_rows: int | None = None
+) -> _StartPriorities:
+    valid = valid_starts(state, window_length=window_length, written_rows=written_rows)
     log_priority = jnp.log(state.priority)
     any_valid = jnp.any(valid)
     log_max = jnp.where(any_valid, jnp.max(jnp.where(valid, log_priority, -jnp.inf)), 0.0)
@@ -245,6 +269,7 @@ def sample(
     window_length: int,
     alpha: float | Array = 1.0,
     beta: float | Array = 1.0,
+    written_rows: int | None = None,
 ) -> tuple[Trajectory, ReplayIndex, Array]:
     """Samples B windows of W consecutive steps, with replacement, by prioritized replay.
 
@@ -267,6 +292,8 @@ def sample(
       window_length: W, a static Python int in ``[1, L]``.
       alpha: priority exponent α >= 0; may be traced.
       beta: importance-sampling exponent β in ``[0, 1]``; may be traced.
+      written_rows: None, or how many rows of a window, from its start, must be written for it to
+        be sampled (:func:`valid_starts`; :func:`written_rows_of` tells each window's).
 
     Returns:
       ``(windows, indices, weights)``: a :class:`Trajectory` with leading axes ``[B, W]`` (row w of
@@ -282,7 +309,7 @@ def sample(
         raise ValueError(f"beta must be in [0, 1], got {beta}.")
     length, num_envs = state.priority.shape
 
-    starts = _start_priorities(state, window_length)
+    starts = _start_priorities(state, window_length, written_rows)
     flat = _sample_flat(key, _sampling_mass(starts, alpha).reshape(-1), batch_size)
     time, env = flat // num_envs, flat % num_envs
 

@@ -56,12 +56,17 @@ def window_length(*, num_unroll_steps: int, td_steps: int) -> int:
 
 
 def bootstrap_rows_from(
-    *, td_steps: int, off_policy_correction: bool, exploratory_steps: bool
+    *,
+    td_steps: int,
+    off_policy_correction: bool,
+    exploratory_steps: bool,
+    newest_steps: bool = False,
 ) -> int:
     """The first window row whose ``root_value`` :func:`make_targets` can read: ``td_steps`` when
-    every return runs its full n steps (no off-policy correction, no exploratory action that cuts
-    it), else 0. Reanalyse refreshes the values from there (``refresh_values(first_row=...)``)."""
-    return 0 if off_policy_correction or exploratory_steps else td_steps
+    every return runs its full n steps (no off-policy correction, no exploratory action and no
+    newest written step that cuts it), else 0. Reanalyse refreshes the values from there
+    (``refresh_values(first_row=...)``)."""
+    return 0 if off_policy_correction or exploratory_steps or newest_steps else td_steps
 
 
 def _any_before(flags: Array) -> Array:
@@ -85,6 +90,7 @@ def make_targets(
     next_observation: bool = False,
     same_player: bool = False,
     stop_at_exploratory: bool = True,
+    written_rows: Array | None = None,
 ) -> Batch:
     """The MuZero training targets of one sampled window (MuZero paper, Appendix G, ``make_target``).
 
@@ -106,6 +112,10 @@ def make_targets(
       stop_at_exploratory: True: the return stops at the first ``exploratory`` row (``x_k`` above),
         the value of the search's policy. False: ``window.exploratory`` is ignored and the return
         runs through exploratory rows, the value of the policy that acted, exploration included.
+      written_rows: None (every row is data), or an int scalar ``w >= K + 1`` (may be traced): only
+        rows ``0..w-1`` are written yet (the window runs past the newest step). A return stops at
+        row ``w - 1`` and bootstraps from its ``root_value``, as at an exploratory row; the rows
+        after it are never read, so any value there, even NaN, is harmless.
 
     Returns:
       A :class:`mz_jax.Batch` for one example, no batch axis: ``observation`` ``[*obs_shape]`` (row 0),
@@ -164,6 +174,9 @@ def make_targets(
     # exploratory action of the episode comes first.
     n = td_steps if td_steps_used is None else jnp.clip(td_steps_used, 1, td_steps)
     stops = window.exploratory.astype(bool) if stop_at_exploratory else jnp.zeros_like(in_episode)
+    if written_rows is not None:
+        # The newest written row ends every return that reaches it (never read past it).
+        stops = stops | (jnp.arange(length) >= written_rows - 1)
     exploratory = (stops & in_episode)[rows]  # [K+1, n]
     first_exploratory = jnp.where(
         jnp.any(exploratory, axis=1), jnp.argmax(exploratory, axis=1), td_steps

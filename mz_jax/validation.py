@@ -138,6 +138,7 @@ RULES: dict[str, Rule] = {
     "min_replay_steps": _COUNT,
     "priority_alpha": number(0, 10),
     "priority_beta": pair(_FRACTION),
+    "sample_newest_steps": boolean(),
     # Learner.
     "optimizer": one_of("adam", "sgd"),
     "learning_rate": number(0, 10, low_open=True),

@@ -370,3 +370,8 @@ def test_lr_decay_over_the_run_counts_the_updates_after_warm_up():
     assert config.replace(lr_decay_updates=40).decay_updates == 40
     assert config.replace(total_env_steps=None).decay_updates is None
     assert config.replace(lr_decay_updates=None).decay_updates is None
+
+
+def test_sample_newest_steps_must_be_a_bool():
+    with pytest.raises(ValueError, match=r"'sample_newest_steps' = 'yes'.*True or False"):
+        TrainConfig(sample_newest_steps="yes")

@@ -192,6 +192,54 @@ def test_sampled_windows_are_written_contiguous_steps(chunks, window_length, pri
     assert np.all((weights > 0) & (weights <= 1))
 
 
+@settings(max_examples=20, deadline=None)
+@given(
+    chunks=st.lists(st.sampled_from([1, 3, 4]), min_size=0, max_size=7),
+    written_rows=st.sampled_from([1, 3, 5]),
+)
+def test_windows_past_the_newest_step_start_where_their_first_rows_are_written(
+    chunks, written_rows
+):
+    # Windows of 8 steps of which only the first written_rows must be written: the valid starts
+    # are those of 8-step windows of written data shortened to written_rows steps, and each
+    # sampled window reports how many of its rows (from the start) are written, counted here from
+    # the global time steps the rows hold.
+    length, num_envs, window_length = LENGTH, NUM_ENVS, 8
+    state, written = _filled(capacity=length * num_envs, num_envs=num_envs, chunks=chunks)
+    expected_starts = _reference_valid_starts(written, length, written_rows)
+    assert bool(
+        replay.can_sample(state, window_length=window_length, written_rows=written_rows)
+    ) == (len(expected_starts) > 0)
+    valid = np.asarray(
+        replay.valid_starts(state, window_length=window_length, written_rows=written_rows)
+    )
+    np.testing.assert_array_equal(valid[:, 0], np.isin(np.arange(length), expected_starts % length))
+    if len(expected_starts) == 0:
+        return
+    windows, index, _ = replay.sample(
+        state,
+        jax.random.key(len(chunks)),
+        batch_size=32,
+        window_length=window_length,
+        written_rows=written_rows,
+    )
+    time = np.asarray(windows.observation[..., 0])
+    assert np.all(np.isin(time[:, 0], expected_starts))
+    # Row r of a window is written data exactly when its start + r is a step written so far.
+    expected_written = np.minimum(written - time[:, 0], window_length)
+    np.testing.assert_array_equal(
+        replay.written_rows_of(state, index, window_length=window_length), expected_written
+    )
+    assert np.all(expected_written >= written_rows)
+
+
+def test_written_rows_out_of_range_is_refused():
+    state, _ = _filled(LENGTH * NUM_ENVS, NUM_ENVS, chunks=[3])
+    for bad in (0, 9):
+        with pytest.raises(ValueError, match="written_rows"):
+            replay.valid_starts(state, window_length=8, written_rows=bad)
+
+
 def test_empty_buffer_cannot_sample_and_gives_zero_weights():
     state = replay.init(_example(), capacity=LENGTH * NUM_ENVS, num_envs=NUM_ENVS)
     assert not bool(replay.can_sample(state, window_length=1))

@@ -404,3 +404,37 @@ def test_refresh_values_replaces_every_row_and_passes_no_gradient():
     soft = {"w": jnp.float32(0.05)}
     assert float(jax.jit(jax.grad(total))(soft)["w"]) == 0.0
     assert float(total(soft)) != pytest.approx(float(total(params)))
+
+
+def test_a_window_past_the_newest_step_bootstraps_from_the_newest_row():
+    # K = 3, n = 2, γ = 0.5, W = 7; only rows 0..4 are written (w = 5), rows 5 and 6 are garbage.
+    # Rewards 1, 2, 3, 4, 5; root values 10, 20, 30, 40, 50 at rows 0..4.
+    #   z_0 = 1 + 0.5*2 + 0.25*30 = 9.5           (rows 0, 1; bootstrap row 2: all written)
+    #   z_1 = 2 + 0.5*3 + 0.25*40 = 13.5          (rows 1, 2; bootstrap row 3)
+    #   z_2 = 3 + 0.5*4 + 0.25*50 = 17.5          (rows 2, 3; bootstrap row 4, the newest)
+    #   z_3 = 4 + 0.5*50 = 29.0                   (row 3; row 4 is the newest: stop, bootstrap there)
+    # With every row written, z_3 would be 4 + 0.5*5 + 0.25*root_value[5].
+    window = _window(
+        reward=[1.0, 2.0, 3.0, 4.0, 5.0, NAN, NAN],
+        root_value=[10.0, 20.0, 30.0, 40.0, 50.0, NAN, NAN],
+        terminated_at=6,  # a garbage flag past the newest row must not matter either
+    )
+    batch = make_targets(
+        window, num_unroll_steps=K, td_steps=N, discount=GAMMA, written_rows=jnp.int32(5)
+    )
+    np.testing.assert_allclose(batch.target_value, [9.5, 13.5, 17.5, 29.0])
+    # The unrolled steps 0..3 are all written: every one is trained, rewards of rows 0..2 included.
+    np.testing.assert_allclose(batch.mask, [1.0, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(batch.target_reward, [0.0, 1.0, 2.0, 3.0])
+    np.testing.assert_allclose(batch.observation_mask, [1.0, 1.0, 1.0])
+
+
+def test_a_window_with_every_row_written_is_unchanged_by_written_rows():
+    window = _window(reward=[1.0] * W, root_value=[float(v) for v in range(W)])
+    plain = _small(window)
+    full = make_targets(
+        window, num_unroll_steps=K, td_steps=N, discount=GAMMA, written_rows=jnp.int32(W)
+    )
+    # Row W - 1 is the newest but no return reaches it (the last reads row K + n = 5 = W - 2).
+    for got, want in zip(jax.tree.leaves(full), jax.tree.leaves(plain), strict=True):
+        np.testing.assert_array_equal(got, want)

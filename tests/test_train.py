@@ -73,6 +73,19 @@ def test_a_restored_state_lowers_to_the_program_of_a_fresh_one():
     assert not [jax.tree_util.keystr(path) for path, x in paths if x.weak_type]
 
 
+def test_sampling_the_newest_steps_starts_the_updates_sooner():
+    # Two steps a stream each iteration, windows of K + td + 1 = 5 steps. Waiting for whole windows,
+    # the first update is in the third iteration (6 steps written); with sample_newest_steps a
+    # window needs its K + 1 = 3 unrolled steps only, so the second (4 written) updates too, and
+    # its returns stop at the newest step with finite losses.
+    _, waiting = _run(CONFIG, calls=4)
+    _, newest = _run(CONFIG.replace(sample_newest_steps=True), calls=4)
+    np.testing.assert_array_equal(waiting["optim"]["updates"], [0, 0, 1, 1])
+    np.testing.assert_array_equal(newest["optim"]["updates"], [0, 1, 1, 1])
+    assert np.all(np.isfinite(newest["loss"]["total"][1:]))
+    assert np.all(newest["loss"]["value"][1:] > 0)
+
+
 def test_n_iterations_per_call_equal_n_calls_of_one():
     # Windows of K + td + 1 = 5 steps: updates start in the third iteration, so both the skip and
     # the learn branch run inside the scan.
