@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from mz_jax.mcts import SearchConfig, search
-from mz_jax.replay import ReplayIndex, ReplayState
+from mz_jax.replay import ReplayIndex, ReplayState, slots_since
 from mz_jax.transforms import logits_to_scalar
 from mz_jax.types import Array, MuZeroNetwork, Params, Trajectory
 
@@ -134,9 +134,7 @@ def refresh_policies(
 def window_age(replay: ReplayState, index: ReplayIndex, *, num_envs: int) -> Array:
     """``[B]`` int32: environment steps (``num_envs`` environments together) collected since the
     first step of each sampled window was written; 0 for the newest time slot."""
-    length = replay.priority.shape[0]
-    slots = (replay.write_index - 1 - index.time) % length
-    return slots * num_envs
+    return slots_since(replay, index) * num_envs
 
 
 def td_steps_for_age(age: Array, *, td_steps: int, correction_steps: int) -> Array:

@@ -192,12 +192,15 @@ def can_sample(state: ReplayState, *, window_length: int, written_rows: int | No
     return state.num_written >= _check_written_rows(window_length, written_rows)
 
 
+def slots_since(state: ReplayState, index: ReplayIndex) -> Array:
+    """``[B]``: the time slots written after each sampled window's start; 0 for the newest."""
+    return (state.write_index - 1 - index.time) % state.priority.shape[0]
+
+
 def written_rows_of(state: ReplayState, index: ReplayIndex, *, window_length: int) -> Array:
     """``[B]`` int32: how many rows of each sampled window (from its start) are written, at most
     ``window_length``; the newest time slot's window has 1."""
-    length = state.priority.shape[0]
-    newer = (state.write_index - 1 - index.time) % length  # slots written after the start
-    return jnp.minimum(newer + 1, window_length).astype(jnp.int32)
+    return jnp.minimum(slots_since(state, index) + 1, window_length).astype(jnp.int32)
 
 
 class _StartPriorities(NamedTuple):

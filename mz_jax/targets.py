@@ -115,7 +115,7 @@ def make_targets(
       written_rows: None (every row is data), or an int scalar ``w >= K + 1`` (may be traced): only
         rows ``0..w-1`` are written yet (the window runs past the newest step). A return stops at
         row ``w - 1`` and bootstraps from its ``root_value``, as at an exploratory row; the rows
-        after it are never read, so any value there, even NaN, is harmless.
+        after it are read only to be masked out, so any value there, even NaN, is harmless.
 
     Returns:
       A :class:`mz_jax.Batch` for one example, no batch axis: ``observation`` ``[*obs_shape]`` (row 0),
@@ -175,7 +175,7 @@ def make_targets(
     n = td_steps if td_steps_used is None else jnp.clip(td_steps_used, 1, td_steps)
     stops = window.exploratory.astype(bool) if stop_at_exploratory else jnp.zeros_like(in_episode)
     if written_rows is not None:
-        # The newest written row ends every return that reaches it (never read past it).
+        # The newest written row ends every return that reaches it, as an exploratory row does.
         stops = stops | (jnp.arange(length) >= written_rows - 1)
     exploratory = (stops & in_episode)[rows]  # [K+1, n]
     first_exploratory = jnp.where(
