@@ -3,6 +3,7 @@
 Nothing here compiles or builds an environment, so every rule gets its own cheap case.
 """
 
+import dataclasses
 import math
 
 import pytest
@@ -375,3 +376,35 @@ def test_lr_decay_over_the_run_counts_the_updates_after_warm_up():
 def test_sample_newest_steps_must_be_a_bool():
     with pytest.raises(ValueError, match=r"'sample_newest_steps' = 'yes'.*True or False"):
         TrainConfig(sample_newest_steps="yes")
+
+
+class _Unacceptable:
+    """A value no field accepts: not a number, bool, string, tuple or None."""
+
+    def __repr__(self) -> str:
+        return "<unacceptable>"
+
+
+# The fields TrainConfig checks by hand rather than by a rule of mz_jax.validation.
+_CHECKED_BY_HAND = {"env", "search", "network", "temperature_schedule"}
+
+
+@pytest.mark.parametrize(
+    "cls, prefix",
+    [(TrainConfig, ""), (NetworkConfig, "network."), (SearchConfig, "search.")],
+    ids=["TrainConfig", "NetworkConfig", "SearchConfig"],
+)
+def test_every_field_refuses_a_value_of_the_wrong_kind(cls, prefix):
+    # A field added without a rule would be let through silently; here each one, alone, is given
+    # a value no rule accepts, and the error must name it.
+    unchecked = []
+    for field in dataclasses.fields(cls):
+        try:
+            cls(**{field.name: _Unacceptable()})
+        except ValueError as error:
+            assert f"'{prefix}{field.name}' = <unacceptable> is invalid" in str(error), field.name
+        else:
+            unchecked.append(field.name)
+    assert unchecked == []
+    if cls is TrainConfig:
+        assert _CHECKED_BY_HAND <= {field.name for field in dataclasses.fields(cls)}
