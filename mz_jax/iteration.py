@@ -20,7 +20,7 @@ from mz_jax import actor as actor_lib
 from mz_jax import augment, learner, reanalyse
 from mz_jax import replay as replay_lib
 from mz_jax.build import Components
-from mz_jax.targets import bootstrap_rows_from, make_targets
+from mz_jax.targets import bootstrap_rows, make_targets
 from mz_jax.types import Array, Params
 
 AXIS = learner.AXIS
@@ -199,24 +199,22 @@ def _learn(
     config = components.config
     batch_size = config.batch_size // jax.lax.axis_size(AXIS)
     reanalysed_policies = round(config.reanalyse_policy_fraction * batch_size)
-    first_refreshed_row = bootstrap_rows_from(
+    returns = dict(
+        num_unroll_steps=config.num_unroll_steps,
         td_steps=config.td_steps,
-        off_policy_correction=config.off_policy_correction_steps is not None,
-        exploratory_steps=config.stop_value_targets_at_exploration
-        and config.random_action_probability > 0,
-        newest_steps=config.sample_newest_steps,
+        stop_at_exploratory=config.stop_value_targets_at_exploration,
     )
     make_batch_targets = jax.vmap(
         functools.partial(
             make_targets,
-            num_unroll_steps=config.num_unroll_steps,
-            td_steps=config.td_steps,
+            **returns,
             discount=config.discount,
             next_observation=config.uses_next_observation,
             same_player=bool(components.network_config.predict_turn),
-            stop_at_exploratory=config.stop_value_targets_at_exploration,
         )
     )
+    # The rows each window's value targets bootstrap from: the only ones reanalyse refreshes.
+    bootstrap_rows_of = jax.vmap(functools.partial(bootstrap_rows, **returns))
 
     def one_update(carry, update_key):
         train, target_params, replay = carry
@@ -246,7 +244,7 @@ def _learn(
                 windows,
                 network=components.network,
                 final_observations=records_final_observation(components),
-                first_row=first_refreshed_row,
+                rows=bootstrap_rows_of(windows, td_steps_used=td_steps, written_rows=written),
                 search_config=components.search_config
                 if config.reanalyse_values_by_search
                 else None,

@@ -9,7 +9,7 @@ the parameters a few updates old):
 
 * :func:`refresh_values`: the ``root_value`` of every row the value targets can read becomes the
   network's value of its observation, or the root value of a greedy search from it
-  (:func:`mz_jax.targets.bootstrap_rows_from` says which rows), and the ``bootstrap_value`` of a
+  (:func:`mz_jax.targets.bootstrap_rows` says which rows), and the ``bootstrap_value`` of a
   truncated episode the value of the observation it reached (stored for this by
   ``rollout(record_final_observation=True)``);
 * :func:`refresh_policies`: the policy targets of steps 0..K of the first windows become those of a
@@ -58,38 +58,42 @@ def refresh_values(
     *,
     network: MuZeroNetwork,
     final_observations: bool = False,
-    first_row: int = 0,
+    rows: Array | None = None,
     search_config: SearchConfig | None = None,
 ) -> Trajectory:
-    """``windows`` (leaves ``[B, W, ...]``) with the ``root_value`` of rows ``first_row..W-1``
-    replaced by the network's value of their observations, and, with ``final_observations`` (the
-    windows hold them, as ``rollout(record_final_observation=True)`` records them), the first
-    truncation's ``bootstrap_value`` of each window by the value of the observation it reached (from
-    the perspective of the player at that row).
+    """``windows`` (leaves ``[B, W, ...]``) with the ``root_value`` of the given rows replaced by
+    the network's value of their observations, and, with ``final_observations`` (the windows hold
+    them, as ``rollout(record_final_observation=True)`` records them), the first truncation's
+    ``bootstrap_value`` of each window by the value of the observation it reached (from the
+    perspective of the player at that row).
 
     With ``search_config``, the rows' values are instead the root values of a greedy search
     (no root noise) with ``params`` from their observations and stored legal actions
     (EfficientZero's ``use_root_value``); the truncations' bootstraps stay the network's values.
 
-    The n-step targets bootstrap from any row where off-policy correction or an exploratory action
-    cuts the return, so by default all W rows are refreshed. Where neither can happen, the targets
-    read ``root_value`` only at rows ``td_steps..td_steps+K``
-    (:func:`mz_jax.targets.bootstrap_rows_from`), and ``first_row=td_steps`` skips the inference
-    of the rows before them, which are left as stored.
+    ``rows``: None refreshes all ``W`` rows of every window; an int ``[B, R]`` array refreshes rows
+    ``rows[b]`` of window ``b`` (repeats allowed) and leaves the others as stored. The value targets
+    read only the ``K + 1`` rows of :func:`mz_jax.targets.bootstrap_rows`, so refreshing those costs
+    ``K + 1`` inferences a window rather than ``K + n + 1``.
     """
-    batch, rows = windows.reward.shape
-    if not 0 <= first_row < rows:
+    batch, length = windows.reward.shape
+    if rows is None:
+        rows = jnp.broadcast_to(jnp.arange(length), (batch, length))
+    if rows.ndim != 2 or rows.shape[0] != batch:
         raise ValueError(
-            f"first_row must be in [0, {rows}) for windows of {rows} rows; got {first_row}"
+            f"rows must have shape [B, R] with B = {batch} windows; got shape {rows.shape}"
         )
-    observation = _flatten2(windows.observation[:, first_row:])
+    count = rows.shape[1]
+    at_rows = lambda x: jnp.take_along_axis(x, rows.reshape(batch, count, *(1,) * (x.ndim - 2)), 1)
+    observation = _flatten2(at_rows(windows.observation))
     if search_config is None:
         values = _values(params, network, observation)
     else:
-        legal = _flatten2(windows.legal_action_mask[:, first_row:])
+        legal = _flatten2(at_rows(windows.legal_action_mask))
         values = _search_values(params, network, observation, legal, search_config)
-    values = values.reshape(batch, rows - first_row)
-    windows = windows._replace(root_value=windows.root_value.at[:, first_row:].set(values))
+    values = values.reshape(batch, count).astype(windows.root_value.dtype)
+    root_value = windows.root_value.at[jnp.arange(batch)[:, None], rows].set(values)
+    windows = windows._replace(root_value=root_value)
     if not final_observations:
         return windows  # keep the acting-time estimates of truncation bootstraps
     # Only the first truncation of a window can be read by the targets (a row after it belongs to
@@ -99,7 +103,7 @@ def refresh_values(
     final_value = _values(params, network, take(windows.final_observation))
     same_player = take(windows.final_player) == take(windows.player)
     fresh = jnp.where(same_player, final_value, -final_value)
-    at_row = (jnp.arange(rows)[None, :] == row[:, None]) & windows.truncated
+    at_row = (jnp.arange(length)[None, :] == row[:, None]) & windows.truncated
     bootstrap_value = jnp.where(at_row, fresh[:, None], windows.bootstrap_value)
     return windows._replace(bootstrap_value=bootstrap_value)
 

@@ -55,20 +55,6 @@ def window_length(*, num_unroll_steps: int, td_steps: int) -> int:
     return num_unroll_steps + td_steps + 1
 
 
-def bootstrap_rows_from(
-    *,
-    td_steps: int,
-    off_policy_correction: bool,
-    exploratory_steps: bool,
-    newest_steps: bool = False,
-) -> int:
-    """The first window row whose ``root_value`` :func:`make_targets` can read: ``td_steps`` when
-    every return runs its full n steps (no off-policy correction, no exploratory action and no
-    newest written step that cuts it), else 0. Reanalyse refreshes the values from there
-    (``refresh_values(first_row=...)``)."""
-    return 0 if off_policy_correction or exploratory_steps or newest_steps else td_steps
-
-
 def _any_before(flags: Array) -> Array:
     """``out[j] = any(flags[:j])`` for a bool vector ``[N]`` (an exclusive cumulative or)."""
     counts = jnp.cumsum(flags.astype(jnp.int32))
@@ -78,6 +64,65 @@ def _any_before(flags: Array) -> Array:
 def _perspective(player: Array, rows: Array, of_rows: Array) -> Array:
     """``σ``: +1 where ``player[rows]`` is ``player[of_rows]``, -1 otherwise (zero-sum sign flip)."""
     return jnp.where(player[rows] == player[of_rows], 1.0, -1.0).astype(jnp.float32)
+
+
+def _episode_and_return_lengths(
+    window: Trajectory,
+    *,
+    num_unroll_steps: int,
+    td_steps: int,
+    td_steps_used: Array | None,
+    stop_at_exploratory: bool,
+    written_rows: Array | None,
+) -> tuple[Array, Array, Array]:
+    """``(in_episode [W], truncated [W], m [K+1])``: which rows belong to row 0's episode, which rows
+    truncated it, and ``m_k``, the rows ``z_k`` sums before it bootstraps from ``root_value[k + m_k]``
+    (see the module docstring)."""
+    length = window.reward.shape[0]
+    terminated = window.terminated.astype(bool)
+    # A row flagged both ways reached a terminal state: its value is 0, so it must not bootstrap.
+    truncated = window.truncated.astype(bool) & ~terminated
+    # in_episode[j]: row j belongs to row 0's episode (no earlier row ended it). Once step k is in the
+    # episode, row j >= k contributes to z_k exactly when in_episode[j], so one vector serves all k.
+    in_episode = ~_any_before(terminated | truncated)
+    rows = np.arange(num_unroll_steps + 1)[:, None] + np.arange(td_steps)[None, :]  # [K+1, n]
+    # m_k: n (or this window's n), or fewer where an exploratory action of the episode, or the
+    # newest written row, comes first.
+    n = td_steps if td_steps_used is None else jnp.clip(td_steps_used, 1, td_steps)
+    stops = window.exploratory.astype(bool) if stop_at_exploratory else jnp.zeros_like(in_episode)
+    if written_rows is not None:
+        # The newest written row ends every return that reaches it, as an exploratory row does.
+        stops = stops | (jnp.arange(length) >= written_rows - 1)
+    exploratory = (stops & in_episode)[rows]  # [K+1, n]
+    first_exploratory = jnp.where(
+        jnp.any(exploratory, axis=1), jnp.argmax(exploratory, axis=1), td_steps
+    )
+    return in_episode, truncated, jnp.minimum(first_exploratory, n)
+
+
+def bootstrap_rows(
+    window: Trajectory,
+    *,
+    num_unroll_steps: int,
+    td_steps: int,
+    td_steps_used: Array | None = None,
+    stop_at_exploratory: bool = True,
+    written_rows: Array | None = None,
+) -> Array:
+    """``[K+1]`` int32: the row ``k + m_k`` whose ``root_value`` the value target ``z_k`` of
+    :func:`make_targets` (called with the same arguments) bootstraps from. No other row's
+    ``root_value`` is read, and this one only while it is in row 0's episode, so reanalyse refreshes
+    these ``K + 1`` rows of a window, not all ``W`` (``reanalyse.refresh_values(rows=...)``)."""
+    _check_knobs(num_unroll_steps=num_unroll_steps, td_steps=td_steps)
+    _, _, summed = _episode_and_return_lengths(
+        window,
+        num_unroll_steps=num_unroll_steps,
+        td_steps=td_steps,
+        td_steps_used=td_steps_used,
+        stop_at_exploratory=stop_at_exploratory,
+        written_rows=written_rows,
+    )
+    return (jnp.arange(num_unroll_steps + 1) + summed).astype(jnp.int32)
 
 
 def make_targets(
@@ -156,32 +201,20 @@ def make_targets(
     reward = window.reward.astype(jnp.float32)
     root_value = window.root_value.astype(jnp.float32)
     player = window.player
-    terminated = window.terminated.astype(bool)
-    # A row flagged both ways reached a terminal state: its value is 0, so it must not bootstrap.
-    truncated = window.truncated.astype(bool) & ~terminated
-
-    # in_episode[j]: row j belongs to row 0's episode (no earlier row ended it). Once step k is in the
-    # episode, row j >= k contributes to z_k exactly when in_episode[j], so one vector serves all k.
-    in_episode = ~_any_before(terminated | truncated)
+    in_episode, truncated, summed = _episode_and_return_lengths(
+        window,
+        num_unroll_steps=num_unroll_steps,
+        td_steps=td_steps,
+        td_steps_used=td_steps_used,
+        stop_at_exploratory=stop_at_exploratory,
+        written_rows=written_rows,
+    )
     truncated_before = _any_before(truncated & in_episode)
 
     steps = np.arange(num_steps)  # unroll step k, and the row it starts from
     offsets = np.arange(td_steps)
     rows = steps[:, None] + offsets[None, :]  # [K+1, n]: the rows j = k..k+n-1 of z_k
     powers = jnp.asarray(np.asarray([discount**i for i in range(td_steps + 1)], np.float32))  # γ^i
-
-    # m_k, the rows z_k sums before it bootstraps: n (or this window's n), or fewer where an
-    # exploratory action of the episode comes first.
-    n = td_steps if td_steps_used is None else jnp.clip(td_steps_used, 1, td_steps)
-    stops = window.exploratory.astype(bool) if stop_at_exploratory else jnp.zeros_like(in_episode)
-    if written_rows is not None:
-        # The newest written row ends every return that reaches it, as an exploratory row does.
-        stops = stops | (jnp.arange(length) >= written_rows - 1)
-    exploratory = (stops & in_episode)[rows]  # [K+1, n]
-    first_exploratory = jnp.where(
-        jnp.any(exploratory, axis=1), jnp.argmax(exploratory, axis=1), td_steps
-    )
-    summed = jnp.minimum(first_exploratory, n)  # [K+1]
 
     # A truncating row's bootstrap is one discount beyond its reward and from the same player's
     # perspective, so it joins that row's reward: r_j + γ bootstrap_value[j].
@@ -197,10 +230,10 @@ def make_targets(
         axis=1,
     )
     # root_value[k+m] is of the same episode only if rows k..k+m-1 did not end it.
-    bootstrap_rows = steps + summed
+    read = steps + summed  # the rows of bootstrap_rows()
     bootstrap = jnp.where(
-        in_episode[bootstrap_rows],
-        powers[summed] * _perspective(player, bootstrap_rows, steps) * root_value[bootstrap_rows],
+        in_episode[read],
+        powers[summed] * _perspective(player, read, steps) * root_value[read],
         0.0,
     )
 

@@ -412,7 +412,8 @@ def test_values_by_search_are_root_values_of_a_lookahead(policy):
     window = _window([1.0] * 4, [-5.0] * 4)
     window = window._replace(legal_action_mask=jnp.ones((4, 2), bool))
     windows = jax.tree.map(lambda x: x[None], window)
-    refresh = functools.partial(reanalyse.refresh_values, network=network, first_row=1)
+    rows = jnp.asarray([[1, 2, 3]])
+    refresh = functools.partial(reanalyse.refresh_values, network=network, rows=rows)
     by_search = jax.jit(functools.partial(refresh, search_config=config))({}, windows)
     np.testing.assert_allclose(by_search.root_value[0], [-5.0] + [n * c / (n + 1)] * 3, rtol=1e-4)
     np.testing.assert_allclose(jax.jit(refresh)({}, windows).root_value[0], [-5.0, 0, 0, 0])
@@ -434,73 +435,88 @@ def test_values_by_search_are_a_direct_greedy_search_with_the_given_params():
         final_player=jnp.zeros((b, w), jnp.int32),
         player=jnp.zeros((b, w), jnp.int32),
     )
+    # Each window its own rows, one of them twice; the rows not listed keep their stored values.
+    rows = np.asarray([[2, 3, 4], [4, 0, 0], [1, 3, 2]])
     refresh = functools.partial(
-        reanalyse.refresh_values, network=network, final_observations=True, first_row=2
+        reanalyse.refresh_values, network=network, final_observations=True, rows=jnp.asarray(rows)
     )
     out = jax.jit(functools.partial(refresh, search_config=config))(params, windows)
-    direct = jax.jit(
-        functools.partial(mcts.search, network=network, config=config, greedy=True)
-    )(
+    picked = np.arange(b)[:, None], rows
+    direct = jax.jit(functools.partial(mcts.search, network=network, config=config, greedy=True))(
         params,
         jax.random.key(123),  # greedy: the key is not used
-        windows.observation[:, 2:].reshape(-1, 2),
-        windows.legal_action_mask[:, 2:].reshape(-1, 2),
+        np.asarray(windows.observation)[picked].reshape(-1, 2),
+        np.asarray(windows.legal_action_mask)[picked].reshape(-1, 2),
     )
-    np.testing.assert_allclose(out.root_value[:, 2:].reshape(-1), direct.root_value, rtol=1e-5)
-    np.testing.assert_array_equal(out.root_value[:, :2], -7.0)  # rows before first_row untouched
+    np.testing.assert_allclose(
+        np.asarray(out.root_value)[picked].reshape(-1), direct.root_value, rtol=1e-5
+    )
+    untouched = np.ones((b, w), bool)
+    untouched[picked] = False
+    np.testing.assert_array_equal(np.asarray(out.root_value)[untouched], -7.0)
     # The truncation's bootstrap is the network's value of its final observation, as without search.
     by_network = jax.jit(refresh)(params, windows)
     np.testing.assert_array_equal(out.bootstrap_value, by_network.bootstrap_value)
-    assert not np.allclose(out.root_value[:, 2:], by_network.root_value[:, 2:])
+    assert not np.allclose(
+        np.asarray(out.root_value)[picked], np.asarray(by_network.root_value)[picked]
+    )
+    with pytest.raises(ValueError, match=r"rows must have shape \[B, R\] with B = 3"):
+        reanalyse.refresh_values(params, windows, network=network, rows=jnp.zeros((2, 3), int))
 
 
-def test_value_refresh_from_td_steps_reads_no_stale_row():
-    from mz_jax.targets import bootstrap_rows_from, make_targets
+def test_bootstrap_rows_by_hand():
+    from mz_jax.targets import bootstrap_rows
 
-    network, params = _value_network()
-    g, h_inv = 0.5, lambda x: float(transforms.h_inv(x))
-    stale = [np.nan] * 4  # what the refresh leaves in rows 0..td-1 must never reach a target
-    window = _window([1.0, 2.0, 4.0, 8.0], stale)
-    out = reanalyse.refresh_values(
-        params, jax.tree.map(lambda x: x[None], window), network=network, first_row=2
-    )
-    assert np.isnan(out.root_value[0, :2]).all()  # left as stored
-    np.testing.assert_allclose(out.root_value[0, 2:], [h_inv(2.0), h_inv(3.0)], rtol=1e-5)
-    batch = make_targets(
-        jax.tree.map(lambda x: x[0], out), num_unroll_steps=1, td_steps=2, discount=g
-    )
-    np.testing.assert_allclose(
-        batch.target_value, [1 + g * 2 + g * g * h_inv(2.0), 2 + g * 4 + g * g * h_inv(3.0)]
-    )
-    # Episode ends anywhere in the window: the targets still read no row before td_steps.
+    # K = 2, n = 3: z_k bootstraps from row k + 3, unless a return stops first.
+    window = _window([0.0] * 6, [0.0] * 6)
+    rows = functools.partial(bootstrap_rows, num_unroll_steps=2, td_steps=3)
+    np.testing.assert_array_equal(rows(window), [3, 4, 5])
+    # An exploratory action at row 3 stops every return that reaches it: z_2 then sums one reward.
+    np.testing.assert_array_equal(rows(window._replace(exploratory=jnp.arange(6) == 3)), [3, 3, 3])
+    # ... unless the return of the policy that acted is asked for.
+    explore = window._replace(exploratory=jnp.arange(6) == 3)
+    np.testing.assert_array_equal(rows(explore, stop_at_exploratory=False), [3, 4, 5])
+    # An exploratory action at row 1: z_1 bootstraps from its own row (m_1 = 0).
+    np.testing.assert_array_equal(rows(window._replace(exploratory=jnp.arange(6) == 1)), [1, 1, 5])
+    # Off-policy correction: this window's n is 1.
+    np.testing.assert_array_equal(rows(window, td_steps_used=jnp.int32(1)), [1, 2, 3])
+    # Only rows 0..3 written: the newest, row 3, ends every return that reaches it.
+    np.testing.assert_array_equal(rows(window, written_rows=jnp.int32(4)), [3, 3, 3])
+
+
+def test_value_targets_read_no_root_value_but_of_the_bootstrap_rows():
+    # A property over random windows: with every other row's root_value NaN, the targets are those
+    # of the whole window, whatever ends the episodes, stops the returns or cuts n.
+    from mz_jax.targets import bootstrap_rows, make_targets
+
+    k, n, w = 3, 4, 8
     rng = np.random.default_rng(3)
-    for _ in range(20):
-        ends = rng.choice(8, size=rng.integers(0, 3), replace=False)
-        window = _window(rng.normal(size=8), [np.nan] * 8, truncated=ends[:1])
-        window = window._replace(terminated=jnp.asarray(np.isin(np.arange(8), ends[1:])))
-        window = window._replace(observation=jnp.zeros((8, 2)))  # values h⁻¹(0) = 0
-        out = reanalyse.refresh_values(
-            params, jax.tree.map(lambda x: x[None], window), network=network, first_row=3
+    for _ in range(30):
+        ends = rng.choice(w, size=rng.integers(0, 3), replace=False)
+        window = _window(rng.normal(size=w), rng.normal(size=w), truncated=ends[:1])
+        window = window._replace(
+            terminated=jnp.asarray(np.isin(np.arange(w), ends[1:])),
+            exploratory=jnp.asarray(rng.random(w) < 0.2),
+            player=jnp.asarray(rng.integers(0, 2, w), jnp.int32),
         )
-        batch = make_targets(
-            jax.tree.map(lambda x: x[0], out), num_unroll_steps=4, td_steps=3, discount=g
+        cuts = dict(
+            td_steps_used=jnp.int32(rng.integers(1, n + 1)),
+            written_rows=jnp.int32(rng.integers(k + 1, w + 1)),
+            stop_at_exploratory=bool(rng.integers(0, 2)),
         )
-        assert np.isfinite(batch.target_value).all(), ends
-    with pytest.raises(ValueError, match="first_row must be in"):
-        reanalyse.refresh_values(
-            params, jax.tree.map(lambda x: x[None], window), network=network, first_row=8
+        read = np.asarray(bootstrap_rows(window, num_unroll_steps=k, td_steps=n, **cuts))
+        assert ((read >= np.arange(k + 1)) & (read <= np.arange(k + 1) + n)).all()
+        masked = np.full(w, np.nan, np.float32)
+        masked[read] = np.asarray(window.root_value)[read]
+        full = make_targets(window, num_unroll_steps=k, td_steps=n, discount=0.9, **cuts)
+        only = make_targets(
+            window._replace(root_value=jnp.asarray(masked)),
+            num_unroll_steps=k,
+            td_steps=n,
+            discount=0.9,
+            **cuts,
         )
-    # Where a return may stop early, every row can be read.
-    assert (
-        bootstrap_rows_from(td_steps=5, off_policy_correction=False, exploratory_steps=False) == 5
-    )
-    for flags in [(True, False), (False, True), (True, True)]:
-        assert (
-            bootstrap_rows_from(
-                td_steps=5, off_policy_correction=flags[0], exploratory_steps=flags[1]
-            )
-            == 0
-        )
+        np.testing.assert_array_equal(only.target_value, full.target_value)
 
 
 def _value_network():

@@ -94,3 +94,35 @@ def test_values_by_search_reach_the_iteration():
             losses[by_search].append(float(jax.device_get(metrics["loss"]["value"])[0]))
     assert np.isfinite(losses[True]).all()
     assert losses[True] != losses[False]
+
+
+def test_refreshing_only_the_bootstrap_rows_trains_as_refreshing_every_row(monkeypatch):
+    # The learner refreshes only the rows each window's value targets read (targets.bootstrap_rows),
+    # which here vary by window: off-policy correction shortens old windows' returns, exploratory
+    # actions and the newest written step stop them. Refreshing every row instead must train the
+    # same, loss for loss; a row passed wrongly (a stale value read) would change the value loss.
+    from mz_jax import iteration
+
+    config = CONFIG.replace(
+        td_steps=4,
+        off_policy_correction_steps=40,
+        random_action_probability=0.3,
+        stop_value_targets_at_exploration=True,
+        sample_newest_steps=True,
+        target_update_every=1,
+    )
+
+    def value_losses():
+        trainer = make_train(config, devices=jax.devices()[:1])
+        state, losses = trainer.init(0), []
+        for _ in range(8):
+            state, metrics = trainer.step(state)
+            losses.append(float(jax.device_get(metrics["loss"]["value"])[0]))
+        return losses
+
+    some_rows = value_losses()
+    every_row = lambda window, **_: jax.numpy.arange(window.reward.shape[0])
+    monkeypatch.setattr(iteration, "bootstrap_rows", every_row)
+    all_rows = value_losses()
+    assert sum(loss != 0 for loss in some_rows) >= 4
+    np.testing.assert_allclose(some_rows, all_rows, rtol=1e-5)

@@ -380,8 +380,8 @@ def test_refresh_values_replaces_every_row_and_passes_no_gradient():
 
     refresh = jax.jit(functools.partial(refresh_values, network=network))
     fresh = refresh(params, windows)
-    # Row t's observation is [t, -t]; the network's value there is h⁻¹(t). Every row is refreshed:
-    # the targets may bootstrap from any of them (off-policy correction, exploratory steps).
+    # Row t's observation is [t, -t]; the network's value there is h⁻¹(t). Without rows, every row
+    # is refreshed.
     expected = [_h_inv_by_hand(t) for t in range(W)]
     np.testing.assert_allclose(fresh.root_value[0], expected, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(fresh.root_value[1], expected, rtol=1e-4, atol=1e-6)
