@@ -8,8 +8,9 @@ or, for the terms it leaves out, each one on.
 
 Trains the preset once as is, once with each term it uses switched off (the consistency loss, SPR's
 momentum encoder, the value prefix, reanalysed policies, reanalysed values, the off-policy
-correction, the mirrored batches, the observation scale, the learning-rate decay; and the
-representation's first LayerNorm put back where the preset leaves it out), then once with each term it does not use switched on
+correction, the mirrored batches, the windows past the newest step, the observation scale, the
+learning-rate decay; and the representation's first LayerNorm put back where the preset leaves it
+out), then once with each term it does not use switched on
 (``--no-additions`` skips these), then once per ``--variant`` (space-separated ``FIELD=VALUE``
 changes, as ``learning.py --set`` takes them; ``--only`` does not filter these), and prints, per
 variant, the environment steps at each seed's first greedy evaluation reaching --target, their
@@ -104,6 +105,8 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
         )
     if preset.augment_reflection:
         yield "reflection off", dataclasses.replace(preset, augment_reflection=False)
+    if preset.sample_newest_steps:
+        yield "newest steps off", dataclasses.replace(preset, sample_newest_steps=False)
     if not network.observation_layer_norm:
         yield (
             "observation LayerNorm on",
@@ -151,6 +154,8 @@ def ablations(preset: TrainConfig, *, additions: bool = True):
             "+ HL-Gauss value targets (0.75)",
             dataclasses.replace(preset, value_target_sigma=0.75),
         )
+    if not preset.sample_newest_steps:
+        yield "+ newest steps", dataclasses.replace(preset, sample_newest_steps=True)
     if preset.consistency_loss_weight == 0:
         yield "+ consistency loss (2)", dataclasses.replace(preset, consistency_loss_weight=2.0)
     if not preset.augment_reflection and make_run_env(preset).reflection is not None:

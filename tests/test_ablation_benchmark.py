@@ -68,6 +68,14 @@ def test_switching_off_a_term_switches_off_what_depends_on_it():
         "target_ema_decay",
     ]
     assert changed_fields(preset, arms["+ values by search"]) == ["reanalyse_values_by_search"]
+    # Windows past the newest step, on and off, change that field alone.
+    newest = dataclasses.replace(preset, sample_newest_steps=not preset.sample_newest_steps)
+    for config, other in ((preset, newest), (newest, preset)):
+        name = "newest steps off" if config.sample_newest_steps else "+ newest steps"
+        assert changed_fields(config, dict(ablation.ablations(config))[name]) == [
+            "sample_newest_steps"
+        ]
+        assert dict(ablation.ablations(other)).get(name) is None
     # HL-Gauss value targets, on and off, change that field alone.
     assert changed_fields(preset, arms["+ HL-Gauss value targets (0.75)"]) == ["value_target_sigma"]
     gauss = dataclasses.replace(preset, value_target_sigma=0.75)
