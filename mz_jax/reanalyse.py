@@ -37,6 +37,11 @@ def _flatten2(x: Array) -> Array:
     return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
 
 
+def _at_rows(x: Array, rows: Array) -> Array:
+    """``x[b, rows[b, r]]``: ``[B, W, ...]`` at int rows ``[B, R]`` -> ``[B, R, ...]``."""
+    return jnp.take_along_axis(x, rows.reshape(*rows.shape, *(1,) * (x.ndim - 2)), axis=1)
+
+
 def _values(params: Params, network: MuZeroNetwork, observation: Array) -> Array:
     output, _ = network.initial_inference(params, observation)
     return jax.lax.stop_gradient(logits_to_scalar(output.value_logits))
@@ -84,12 +89,11 @@ def refresh_values(
             f"rows must have shape [B, R] with B = {batch} windows; got shape {rows.shape}"
         )
     count = rows.shape[1]
-    at_rows = lambda x: jnp.take_along_axis(x, rows.reshape(batch, count, *(1,) * (x.ndim - 2)), 1)
-    observation = _flatten2(at_rows(windows.observation))
+    observation = _flatten2(_at_rows(windows.observation, rows))
     if search_config is None:
         values = _values(params, network, observation)
     else:
-        legal = _flatten2(at_rows(windows.legal_action_mask))
+        legal = _flatten2(_at_rows(windows.legal_action_mask, rows))
         values = _search_values(params, network, observation, legal, search_config)
     values = values.reshape(batch, count).astype(windows.root_value.dtype)
     root_value = windows.root_value.at[jnp.arange(batch)[:, None], rows].set(values)
@@ -99,7 +103,7 @@ def refresh_values(
     # Only the first truncation of a window can be read by the targets (a row after it belongs to
     # another episode), so one inference per window suffices.
     row = jnp.argmax(windows.truncated, axis=1)
-    take = lambda x: jnp.take_along_axis(x, row.reshape(batch, *(1,) * (x.ndim - 1)), axis=1)[:, 0]
+    take = lambda x: _at_rows(x, row[:, None])[:, 0]
     final_value = _values(params, network, take(windows.final_observation))
     same_player = take(windows.final_player) == take(windows.player)
     fresh = jnp.where(same_player, final_value, -final_value)
