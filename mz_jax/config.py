@@ -10,6 +10,7 @@ import dataclasses
 from typing import Literal
 
 from mz_jax import validation
+from mz_jax.config_checks import check_train_config
 from mz_jax.mcts import SearchConfig
 from mz_jax.networks.config import NetworkConfig
 from mz_jax.validation import fail
@@ -251,107 +252,9 @@ class TrainConfig:
     no others."""
 
     def __post_init__(self) -> None:
-        # Every field is checked here, before anything is built or compiled, by its rule in
-        # mz_jax.validation; one error names the field, its value and what is allowed. The
-        # environment's name is checked against the registry by mz_jax.build (listing the
-        # registry imports every backend).
-        if not isinstance(self.search, SearchConfig):
-            fail("search", self.search, "a mz_jax.SearchConfig")
-        if not isinstance(self.network, NetworkConfig):
-            fail("network", self.network, "a mz_jax.NetworkConfig")
-        if not isinstance(self.env, str) or ":" not in self.env:
-            fail("env", self.env, "'gymnax:<id>' or 'pgx:<id>' (run `mz-jax envs` for the list)")
-        # init traces seed + i as an int32 for each of the num_seeds runs.
-        validation.check("seed", self.seed)
-        seeds = validation.integer(1, 2**31 - self.seed)
-        if not seeds.accepts(self.num_seeds):
-            fail("num_seeds", self.num_seeds, seeds.allowed)
-        validation.check_fields(self)
-        if self.search.discount is not None and self.search.discount != self.discount:
-            fail(
-                "search.discount",
-                self.search.discount,
-                f"None or the training discount ({self.discount}): training searches with "
-                "'discount'; set that instead",
-            )
-        schedule = self.temperature_schedule
-        if (
-            not isinstance(schedule, tuple | list)
-            or not schedule
-            or any(not isinstance(p, tuple | list) or len(p) != 2 for p in schedule)
-        ):
-            fail(
-                "temperature_schedule",
-                schedule,
-                "a non-empty tuple of (fraction, temperature) pairs",
-            )
-        fraction, temperature = validation.number(0), validation.number(0, 100, low_open=True)
-        if not all(fraction.accepts(f) and temperature.accepts(t) for f, t in schedule):
-            fail(
-                "temperature_schedule",
-                schedule,
-                f"fractions each {fraction.allowed} and temperatures each {temperature.allowed}",
-            )
-        fractions = [f for f, _ in schedule]
-        if fractions != sorted(fractions) or fractions[-1] < 1.0:
-            fail("temperature_schedule", schedule, "fractions increasing and the last one >= 1.0")
-        if self.exploration_repeat_exponent is not None and self.random_action_probability == 0:
-            fail(
-                "exploration_repeat_exponent",
-                self.exploration_repeat_exponent,
-                "None while random_action_probability is 0 (it sets how long an exploratory "
-                "action lasts; with no exploratory actions it would do nothing)",
-            )
-        if self.random_action_anneal is not None and (
-            self.random_action_probability == 0 or self.total_env_steps is None
-        ):
-            fail(
-                "random_action_anneal",
-                self.random_action_anneal,
-                "None while random_action_probability is 0 or total_env_steps is None (it anneals "
-                "the first over a fraction of the second)",
-            )
-        if self.consistency_target_params and self.consistency_loss_weight == 0:
-            fail(
-                "consistency_target_params",
-                True,
-                "False without consistency_loss_weight > 0 (it sets which parameters encode that "
-                "loss's targets)",
-            )
-        if self.reanalyse_values_by_search and not self.reanalyse_values:
-            fail(
-                "reanalyse_values_by_search",
-                True,
-                "False while reanalyse_values is False (it sets how the refreshed values are "
-                "computed)",
-            )
-        for field, off in (("target_ema_decay", 0), ("consistency_target_params", False)):
-            if getattr(self, field) != off and not self.uses_target_params:
-                fail(
-                    field,
-                    getattr(self, field),
-                    f"{off} while neither reanalyse_values nor reanalyse_policy_fraction > 0 "
-                    "keeps target parameters",
-                )
-        # The replay keeps replay_capacity // num_envs time slots per environment stream; a stream
-        # must hold one training sequence and one rollout.
-        slots_needed = max(self.window_length, self.rollout_length)
-        if self.replay_capacity < self.num_envs * slots_needed:
-            fail(
-                "replay_capacity",
-                self.replay_capacity,
-                f"at least num_envs * max(num_unroll_steps + td_steps + 1, rollout_length) = "
-                f"{self.num_envs} * {slots_needed} = {self.num_envs * slots_needed} (one sequence "
-                "and one rollout per environment stream)",
-            )
-        slots = self.replay_capacity // self.num_envs
-        if self.min_replay_steps > slots:
-            fail(
-                "min_replay_steps",
-                self.min_replay_steps,
-                f"at most replay_capacity // num_envs = {slots} (the steps one environment stream "
-                "holds; more would never be reached)",
-            )
+        # Every field, and every rule that relates several, is checked before anything is built or
+        # compiled; one error names the field, its value and what is allowed.
+        check_train_config(self)
 
     @property
     def uses_target_params(self) -> bool:

@@ -20,8 +20,9 @@ import numpy as np
 
 from mz_jax import transforms
 from mz_jax.batch_checks import check_batch, check_num_actions
-from mz_jax.ops import reset_reward_carry, scale_gradient
+from mz_jax.ops import scale_gradient
 from mz_jax.types import Array, Batch, ModelOutput, MuZeroNetwork, Params, StochasticMuZeroNetwork
+from mz_jax.unroll import unroll_model
 
 
 class LossAux(NamedTuple):
@@ -75,59 +76,6 @@ def negative_cosine(prediction: Array, target: Array) -> Array:
     a, b = prediction.astype(jnp.float32), target.astype(jnp.float32)
     norm = lambda x: jnp.sqrt(jnp.maximum(jnp.sum(x * x, axis=-1, keepdims=True), 1e-24))
     return -jnp.sum((a / norm(a)) * (b / norm(b)), axis=-1)
-
-
-class Unroll(NamedTuple):
-    """What :func:`unroll_model` returns.
-
-    Attributes:
-      predictions: the predictions of steps 0..K stacked as ``[B, K+1, ...]``.
-      hidden: the hidden states ``s_1..s_K`` the dynamics function produced, stacked as
-        ``[K, B, ...]`` (before the gradient scaling between steps, as the predictions see them).
-    """
-
-    predictions: ModelOutput
-    hidden: Any
-
-
-def unroll_model(
-    network: MuZeroNetwork,
-    params: Params,
-    observation: Array,
-    actions: Array,
-    *,
-    hidden_grad_scale: float = 0.5,
-    remat: bool = False,
-    unroll: int | bool = 1,
-) -> Unroll:
-    """Runs the model K steps along ``actions[B, K]`` as one ``jax.lax.scan``.
-
-    ``h_0 = s_0`` and ``h_k = scale_gradient(s_k, hidden_grad_scale)`` for k >= 1, where the pseudocode
-    puts it. The step-0 reward logits are the initial inference's, which are never trained. For a
-    value-prefix network (``network.value_prefix_horizon`` H) the LSTM carry of the hidden state is
-    zeroed after every step k with ``k % H == 0``, as the search does at those depths.
-    """
-    horizon = network.value_prefix_horizon
-
-    def body(hidden, inputs):
-        action, step = inputs
-        output, next_hidden = network.recurrent_inference(params, hidden, action)
-        carried = next_hidden
-        if horizon is not None:
-            carried = reset_reward_carry(next_hidden, (step + 1) % horizon == 0)
-        return scale_gradient(carried, hidden_grad_scale), (output, next_hidden)
-
-    if remat:
-        body = jax.checkpoint(body)
-    output_0, hidden_0 = network.initial_inference(params, observation)
-    steps = jnp.arange(actions.shape[1], dtype=jnp.int32)
-    _, (outputs, hidden) = jax.lax.scan(body, hidden_0, (actions.T, steps), unroll=unroll)
-    predictions = jax.tree.map(
-        lambda first, rest: jnp.concatenate([first[:, None], jnp.swapaxes(rest, 0, 1)], axis=1),
-        output_0,
-        outputs,
-    )
-    return Unroll(predictions, hidden)
 
 
 def value_prefix_matrix(num_unroll_steps: int, horizon: int) -> np.ndarray:

@@ -8,8 +8,8 @@ allowed::
 
     config field 'discount' = 2.0 is invalid: allowed a number in (0, 1]
 
-Rules that relate several fields (the replay must hold one sequence per environment stream) live
-with the class that has all of them (:class:`~mz_jax.TrainConfig`).
+Rules that relate several fields of :class:`~mz_jax.TrainConfig` (the replay must hold one
+sequence per environment stream) live in :mod:`mz_jax.config_checks`, which runs these too.
 """
 
 from __future__ import annotations

@@ -217,7 +217,7 @@ def test_search_rewards_are_prefix_differences():
 
 
 def test_unroll_resets_the_carry_every_horizon_steps():
-    from mz_jax.loss import unroll_model
+    from mz_jax.unroll import unroll_model
 
     network = _counting_network([1.0, 3.0], horizon=2)
     unrolled = unroll_model(network, {}, jnp.zeros((1, 1)), jnp.asarray([[1, 0, 1, 1, 0]]))
