@@ -9,19 +9,17 @@ against the registry by :mod:`mz_jax.build` (listing the registry imports every 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from mz_jax import validation
 from mz_jax.mcts import SearchConfig
 from mz_jax.networks.config import NetworkConfig
 from mz_jax.validation import fail
 
-if TYPE_CHECKING:
-    from mz_jax.config import TrainConfig
 
-
-def check_train_config(config: TrainConfig) -> None:
-    """Raises ``ValueError`` naming the first field of ``config`` that breaks a rule."""
+def check_train_config(config: Any) -> None:
+    """Raises ``ValueError`` naming the first field of ``config`` (a :class:`~mz_jax.TrainConfig`;
+    not imported here, since :mod:`mz_jax.config` imports this module) that breaks a rule."""
     if not isinstance(config.search, SearchConfig):
         fail("search", config.search, "a mz_jax.SearchConfig")
     if not isinstance(config.network, NetworkConfig):
