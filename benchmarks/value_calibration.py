@@ -72,8 +72,9 @@ def summarise(value: np.ndarray, returns: np.ndarray) -> dict[str, float]:
 
 def make_play(agent: Agent, *, episodes: int, max_steps: int):
     """``play(params, key)``: ``[max_steps, episodes]`` records of greedy play with ``agent``'s
-    environment, network and search: value, reward, terminated, truncated, bootstrap (the value of
-    the observation a truncation reached) and alive (the row belongs to the episode's first run).
+    environment, network and search: observation (the one acted on), value, reward, terminated,
+    truncated, bootstrap (the value of the observation a truncation reached) and alive (the row
+    belongs to the episode's first run).
     One program for every seed of a run: only the parameters differ between them."""
     env, network = agent.env, agent.network
     greedy = functools.partial(search, network=network, config=agent.search_config, greedy=True)
@@ -90,6 +91,7 @@ def make_play(agent: Agent, *, episodes: int, max_steps: int):
         env_keys = jax.random.split(env_key, episodes)
         state, next_step = jax.vmap(env.step)(env_keys, state, out.action)
         record = {
+            "observation": timestep.observation,
             "value": value,
             "reward": next_step.reward,
             "terminated": next_step.terminated,

@@ -8,7 +8,9 @@
 Acting is the evaluation mode of the search (:func:`mz_jax.search` with ``greedy=True``): no
 root noise, the deterministic choice of the search, so the action depends on the parameters and the
 observation alone. The network, environment and search settings are rebuilt from the run's
-``config.json`` exactly as training built them (:func:`mz_jax.build`).
+``config.json`` exactly as training built them (:func:`mz_jax.build`). ``Agent.restore(workdir,
+step=S)`` takes an older checkpoint instead, and :func:`restore_run_state` reads a checkpoint's
+whole state, its replay included, to look at what a run had collected.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import dataclasses
 import functools
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -94,9 +96,15 @@ class Agent:
 
     @classmethod
     def restore(
-        cls, workdir: str | Path, *, seed_index: int = 0, device: jax.Device | None = None
+        cls,
+        workdir: str | Path,
+        *,
+        seed_index: int = 0,
+        step: int | None = None,
+        device: jax.Device | None = None,
     ) -> Agent:
-        """The agent of the newest checkpoint in ``workdir`` that restores and verifies.
+        """The agent of the newest checkpoint in ``workdir`` that restores and verifies, or of the
+        checkpoint ``step``.
 
         Reads only: a training run may be saving into ``workdir`` at the same time, so nothing there
         is cleaned up, moved or created (a checkpoint that fails is reported and skipped).
@@ -106,12 +114,16 @@ class Agent:
           seed_index: which run of a multi-seed run (``num_seeds > 1``), ``0 <= seed_index <
             num_seeds``; the agent's ``config`` is then that run's (``seed + seed_index``,
             ``num_seeds = 1``).
+          step: a checkpoint's step (the names under ``checkpoints/``: a run keeps its newest
+            ``keep_checkpoints`` and, with ``keep_checkpoint_every``, every multiple of it), for
+            the parameters partway through the run. None: the newest that restores.
           device: where the agent's programs run; default this process's first device.
 
         Raises:
           FileNotFoundError: if ``workdir`` has no ``config.json`` or no checkpoint.
-          ValueError: if ``seed_index`` is out of range.
-          mz_jax.checkpoint.CheckpointError: if it has checkpoints but none restores.
+          ValueError: if ``seed_index`` is out of range, or ``step`` is not a checkpoint there.
+          mz_jax.checkpoint.CheckpointError: if it has checkpoints but none restores (or ``step``
+            does not).
         """
         workdir = Path(workdir)
         config = read_config(workdir)
@@ -124,37 +136,19 @@ class Agent:
                 f"seed_index {seed_index!r} is invalid: {str(workdir)!r} holds {config.num_seeds} "
                 f"run(s); allowed an integer in [0, {config.num_seeds - 1}]"
             )
-        checkpoints = workdir / checkpoint_lib.CHECKPOINT_DIR
-        no_checkpoint = FileNotFoundError(
-            f"{str(workdir)!r} has no checkpoint in {checkpoint_lib.CHECKPOINT_DIR}/ yet (a run "
-            "saves one every checkpoint_every_seconds, at the end and on SIGTERM/SIGINT)"
-        )
-        if not checkpoints.is_dir():
-            raise no_checkpoint
-        with _absl_warnings_silenced():  # orbax warns that a read-only manager is read-only
-            checkpointer = checkpoint_lib.Checkpointer(workdir, read_only=True)
-        try:
-            if not checkpointer.steps():
-                raise no_checkpoint
-            components = build(config)
-            mesh = jax.sharding.Mesh(np.asarray([device or jax.local_devices()[0]]), (AXIS,))
-            _, target = abstract_run_state(components, mesh)
-            # Read-only: failed checkpoints are reported and skipped, never moved aside.
-            step, state, meta = checkpointer.restore_latest(target)
-        finally:
-            checkpointer.close()
-        params = state.train.params
+        run = restore_run_state(workdir, step=step, device=device, config=config)
+        params = run.state.train.params
         if config.num_seeds > 1:
             params = jax.tree.map(lambda x: x[seed_index], params)
             config = config.replace(seed=config.seed + seed_index, num_seeds=1)
         agent = cls.__new__(cls)
-        agent._init(config, params, components)
-        agent.checkpoint_step = int(step)
+        agent._init(config, params, run.components)
+        agent.checkpoint_step = run.step
         # Counters are the same for every seed of a multi-seed run.
         first = lambda x: int(np.asarray(x).reshape(-1)[0])
-        agent.updates = int(meta.get("updates", first(state.train.step)))
+        agent.updates = int(run.meta.get("updates", first(run.state.train.step)))
         agent.env_steps = int(
-            meta.get("env_steps", first(state.iteration) * config.env_steps_per_iteration)
+            run.meta.get("env_steps", first(run.state.iteration) * config.env_steps_per_iteration)
         )
         return agent
 
@@ -281,3 +275,78 @@ def _absl_warnings_silenced():
         yield
     finally:
         absl_logger.setLevel(level)
+
+
+class RestoredRun(NamedTuple):
+    """A training run's state as one of its checkpoints holds it (:func:`restore_run_state`).
+
+    Attributes:
+      config: the run's configuration (``config.json``).
+      components: its environment, network and search (``mz_jax.build(config)``).
+      step: the checkpoint's step.
+      state: the :class:`~mz_jax.train.RunState`: parameters, optimiser, actors and replay, with a
+        leading seed axis when ``config.num_seeds > 1``.
+      meta: what was saved beside it (``env_steps``, ``updates``, ...).
+    """
+
+    config: TrainConfig
+    components: Components
+    step: int
+    state: Any
+    meta: dict
+
+
+def restore_run_state(
+    workdir: str | Path,
+    *,
+    step: int | None = None,
+    device: jax.Device | None = None,
+    config: TrainConfig | None = None,
+) -> RestoredRun:
+    """The whole state of a run's checkpoint, its replay included (what a resumed run continues
+    from), for reading: the newest checkpoint that restores and verifies, or the checkpoint
+    ``step``. Nothing in ``workdir`` is cleaned up, moved or created.
+
+    Args:
+      workdir: the training run's directory.
+      step: a checkpoint's step (the names under ``checkpoints/``); None: the newest that restores.
+      device: where the state is put; default this process's first device.
+      config: the run's configuration if already read (default: read from ``workdir``).
+
+    Raises:
+      FileNotFoundError: if ``workdir`` has no ``config.json`` or no checkpoint.
+      ValueError: if ``step`` is not one of its checkpoints.
+      mz_jax.checkpoint.CheckpointError: if it has checkpoints but none restores (or ``step``
+        does not).
+    """
+    workdir = Path(workdir)
+    config = read_config(workdir) if config is None else config
+    checkpoints = workdir / checkpoint_lib.CHECKPOINT_DIR
+    no_checkpoint = FileNotFoundError(
+        f"{str(workdir)!r} has no checkpoint in {checkpoint_lib.CHECKPOINT_DIR}/ yet (a run "
+        "saves one every checkpoint_every_seconds, at the end and on SIGTERM/SIGINT)"
+    )
+    if not checkpoints.is_dir():
+        raise no_checkpoint
+    with _absl_warnings_silenced():  # orbax warns that a read-only manager is read-only
+        checkpointer = checkpoint_lib.Checkpointer(workdir, read_only=True)
+    try:
+        steps = checkpointer.steps()
+        if not steps:
+            raise no_checkpoint
+        if step is not None and (isinstance(step, bool) or step not in steps):
+            raise ValueError(
+                f"step {step!r} is not a checkpoint of {str(workdir)!r}; allowed one of "
+                f"{', '.join(map(str, steps))}"
+            )
+        components = build(config)
+        mesh = jax.sharding.Mesh(np.asarray([device or jax.local_devices()[0]]), (AXIS,))
+        _, target = abstract_run_state(components, mesh)
+        if step is None:
+            # Read-only: failed checkpoints are reported and skipped, never moved aside.
+            step, state, meta = checkpointer.restore_latest(target)
+        else:
+            state, meta = checkpointer.restore(step, target)
+    finally:
+        checkpointer.close()
+    return RestoredRun(config, components, int(step), state, meta)

@@ -8,6 +8,7 @@ import shutil
 import jax
 import jax.numpy as jnp
 import numpy as np
+import orbax.checkpoint as ocp
 import pytest
 
 from mz_jax import NetworkConfig, SearchConfig, TrainConfig
@@ -183,6 +184,33 @@ def test_restore_reads_only(workdir, tmp_path):
     assert agent.checkpoint_step == max(complete)  # not the unfinished 999
     assert in_progress.is_dir()
     assert sorted(p.name for p in (copy / "checkpoints").iterdir()) == before
+
+
+def test_restore_a_chosen_checkpoint(workdir):
+    steps = sorted(int(p.name) for p in (workdir / "checkpoints").iterdir() if p.name.isdigit())
+    assert len(steps) >= 2, steps  # the first iteration's and the last
+    oldest, newest = Agent.restore(workdir, step=steps[0]), Agent.restore(workdir)
+    assert (oldest.checkpoint_step, newest.checkpoint_step) == (steps[0], steps[-1])
+    assert oldest.env_steps < newest.env_steps == 128
+    # The parameters that checkpoint holds, read with orbax alone.
+    saved = ocp.PyTreeCheckpointer().restore(workdir / "checkpoints" / str(steps[0]) / "state")
+    restored = jax.tree_util.tree_flatten_with_path(oldest.params)[0]
+    expected = jax.tree_util.tree_flatten_with_path(saved["train"]["params"])[0]
+    assert [jax.tree_util.keystr(path) for path, _ in restored] == [
+        jax.tree_util.keystr(path) for path, _ in expected
+    ]
+    for (_, got), (_, want) in zip(restored, expected, strict=True):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    assert any(  # an update happened between the two
+        not np.array_equal(np.asarray(a), np.asarray(b))
+        for a, b in zip(jax.tree.leaves(oldest.params), jax.tree.leaves(newest.params), strict=True)
+    )
+    allowed = ", ".join(map(str, steps))
+    for bad in (steps[-1] + 1, True):
+        with pytest.raises(
+            ValueError, match=f"step {bad!r} is not a checkpoint .*allowed one of {allowed}$"
+        ):
+            Agent.restore(workdir, step=bad)
 
 
 def test_restore_without_checkpoint_is_a_clear_error(workdir, tmp_path):
