@@ -25,7 +25,7 @@ import functools
 import jax
 import numpy as np
 from common import machine_description, print_table
-from value_calibration import make_play
+from value_calibration import make_play, parse_play_arguments, play_rows
 
 from mz_jax.agent import Agent, restore_run_state
 
@@ -98,7 +98,7 @@ def failures(
     run = restore_run_state(workdir, step=step)
     config = run.config
     if config.env != CARTPOLE:
-        raise SystemExit(f"{workdir} trains on {config.env!r}; this script reads {CARTPOLE} only")
+        raise ValueError(f"{workdir} trains on {config.env!r}; this script reads {CARTPOLE} only")
     env_steps = int(run.meta.get("env_steps", 0))
     rows_written = env_steps // config.env_steps_per_iteration * config.rollout_length
     steps_per_row = config.env_steps_per_iteration // config.rollout_length
@@ -135,27 +135,10 @@ def failures(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("workdir", help="a CartPole training run's directory (one or more seeds)")
-    parser.add_argument("--step", type=int, default=None, help="a checkpoint (default: newest)")
-    parser.add_argument("--episodes", type=int, default=50)
-    parser.add_argument("--max-steps", type=int, default=500)
-    parser.add_argument("--seed", type=int, default=123, help="the episodes' PRNG seed")
-    args = parser.parse_args()
-    if args.episodes < 1 or args.max_steps < 1:
-        parser.error(
-            f"--episodes and --max-steps must be >= 1; got {args.episodes} and {args.max_steps}"
-        )
-    try:
-        rows = failures(
-            args.workdir,
-            step=args.step,
-            episodes=args.episodes,
-            max_steps=args.max_steps,
-            seed=args.seed,
-        )
-    except (FileNotFoundError, ValueError) as error:  # no run there, or no such checkpoint
-        raise SystemExit(f"error: {error}") from None
+    args = parse_play_arguments(
+        argparse.ArgumentParser(description=__doc__.split("\n\n")[0]), episodes=50
+    )
+    rows = play_rows(failures, args)
     print(f"machine: {machine_description()}")
     print(f"run {args.workdir}: {args.episodes} greedy episodes a seed, at most {args.max_steps}")
     print_table(

@@ -1,16 +1,17 @@
 """Does a trained network's value predict the return it then earns? Greedy episodes of a run.
 
-    python benchmarks/value_calibration.py RUN_WORKDIR [--episodes 20] [--max-steps 500]
+    python benchmarks/value_calibration.py RUN_WORKDIR [--step STEP] [--episodes 20]
 
-For every seed of the run (its newest good checkpoint), ``--episodes`` greedy episodes are played
-as the evaluation plays them (the search with ``greedy=True``), each from a reset to its first end.
-At every state s of them it records the network's value v(s) (the representation and prediction
-functions, no search) and, once the episode is over, the discounted return G(s) the agent earned
-from s: the rewards to the episode's end, plus at a truncation (the environment's time limit or
-``--max-steps``) the network's value of the observation reached there. The table gives, over all
-those states, the mean v and G, their correlation, the mean |v - G|, and the mean v and G of the
-quarter of the states with the lowest G (the states nearest a failure) and of the quarter with the
-highest. A value that ranks states well correlates with G and is lower in the lowest quarter.
+For every seed of the run (its newest good checkpoint, or the checkpoint ``--step``),
+``--episodes`` greedy episodes are played as the evaluation plays them (the search with
+``greedy=True``), each from a reset to its first end. At every state s of them it records the
+network's value v(s) (the representation and prediction functions, no search) and, once the episode
+is over, the discounted return G(s) the agent earned from s: the rewards to the episode's end, plus
+at a truncation (the environment's time limit or ``--max-steps``) the network's value of the
+observation reached there. The table gives, over all those states, the mean v and G, their
+correlation, the mean |v - G|, and the mean v and G of the quarter of the states with the lowest G
+(the states nearest a failure) and of the quarter with the highest. A value that ranks states well
+correlates with G and is lower in the lowest quarter.
 
 Single-player environments only (a two-player value changes sign between plies).
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -123,11 +125,13 @@ def make_play(agent: Agent, *, episodes: int, max_steps: int):
     return play
 
 
-def calibrate(workdir: str, *, episodes: int, max_steps: int, seed: int) -> list[list[object]]:
+def calibrate(
+    workdir: str, *, step: int | None = None, episodes: int, max_steps: int, seed: int
+) -> list[list[object]]:
     config = read_config(workdir)
     rows, play = [], None
     for index in range(config.num_seeds):
-        agent = Agent.restore(workdir, seed_index=index)
+        agent = Agent.restore(workdir, seed_index=index, step=step)
         if agent.env.num_players != 1:
             raise ValueError(
                 f"{agent.env.name} has {agent.env.num_players} players; value_calibration.py "
@@ -164,10 +168,12 @@ def calibrate(workdir: str, *, episodes: int, max_steps: int, seed: int) -> list
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_play_arguments(parser: argparse.ArgumentParser, *, episodes: int) -> argparse.Namespace:
+    """``parser``'s arguments with those of greedy play from a run's checkpoint: ``workdir``,
+    ``--step``, ``--episodes`` (default ``episodes``), ``--max-steps`` and ``--seed``."""
     parser.add_argument("workdir", help="a training run's directory (one or several seeds)")
-    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--step", type=int, default=None, help="a checkpoint (default: newest)")
+    parser.add_argument("--episodes", type=int, default=episodes)
     parser.add_argument("--max-steps", type=int, default=500)
     parser.add_argument("--seed", type=int, default=123, help="the episodes' PRNG seed")
     args = parser.parse_args()
@@ -175,6 +181,30 @@ def main() -> None:
         parser.error(
             f"--episodes and --max-steps must be >= 1; got {args.episodes} and {args.max_steps}"
         )
+    return args
+
+
+def play_rows(table: Callable[..., list[list[object]]], args: argparse.Namespace) -> list:
+    """``table``'s rows (``calibrate``, or a function called as it is) for the arguments of
+    :func:`parse_play_arguments`; no run there, no such checkpoint, or a run it cannot read exits
+    with the message."""
+    try:
+        return table(
+            args.workdir,
+            step=args.step,
+            episodes=args.episodes,
+            max_steps=args.max_steps,
+            seed=args.seed,
+        )
+    except (FileNotFoundError, ValueError) as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+def main() -> None:
+    args = parse_play_arguments(
+        argparse.ArgumentParser(description=__doc__.split("\n\n")[0]), episodes=20
+    )
+    rows = play_rows(calibrate, args)
     print(f"machine: {machine_description()}")
     print(
         f"run {args.workdir}: {args.episodes} greedy episodes a seed, at most {args.max_steps} steps"
@@ -192,7 +222,7 @@ def main() -> None:
             "lowest quarter of G: v / G",
             "highest quarter: v / G",
         ],
-        calibrate(args.workdir, episodes=args.episodes, max_steps=args.max_steps, seed=args.seed),
+        rows,
     )
 
 
