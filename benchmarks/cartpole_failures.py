@@ -7,8 +7,9 @@ angle leaves +-12 degrees, after an Euler step that moves each by tau = 0.02 s t
 so the observation a step was taken from tells which limit ended it. For every seed of the run, at
 its checkpoint ``--step`` (default the newest; the names under ``checkpoints/``):
 
-* the replay: the ended episodes it holds, how many at the edge and how many by the angle, and the
-  environment step by which the first edge end had been collected;
+* the replay: the episodes it holds that failed (terminated; a time limit is not a failure), how
+  many at the edge and how many by the angle, and the environment step by which the first edge
+  end had been collected;
 * greedy play: ``--episodes`` episodes as the evaluation plays them (``value_calibration.py``'s
   records): the mean length, how many end at the edge, by the angle or at ``--max-steps``, and the
   network's mean value v(s) at the last state before an edge end (its return from there is 1).
@@ -99,8 +100,9 @@ def failures(
     config = run.config
     if config.env != CARTPOLE:
         raise ValueError(f"{workdir} trains on {config.env!r}; this script reads {CARTPOLE} only")
-    env_steps = int(run.meta.get("env_steps", 0))
-    rows_written = env_steps // config.env_steps_per_iteration * config.rollout_length
+    iterations = int(np.asarray(run.state.iteration).reshape(-1)[0])  # the same for every seed
+    env_steps = iterations * config.env_steps_per_iteration
+    rows_written = iterations * config.rollout_length
     steps_per_row = config.env_steps_per_iteration // config.rollout_length
     rows, play = [], None
     for index in range(config.num_seeds):
