@@ -21,14 +21,13 @@ end at the edge with a value there as high as anywhere has not learned where the
 from __future__ import annotations
 
 import argparse
-import functools
 
 import jax
 import numpy as np
 from common import machine_description, print_table
 from value_calibration import make_play, parse_play_arguments, play_rows
 
-from mz_jax.agent import Agent, restore_run_state
+from mz_jax.agent import restore_run_state
 
 CARTPOLE = "gymnax:CartPole-v1"
 TAU = 0.02  # seconds per step of gymnax's Euler integration
@@ -88,11 +87,6 @@ def play_ends(records: dict[str, np.ndarray]) -> dict[str, float | int | None]:
     }
 
 
-def _seed_slice(leaf, *, index: int | None):
-    """One seed's part of a multi-seed run's leaf (``index``), or a one-seed run's leaf."""
-    return leaf if index is None else leaf[index]
-
-
 def failures(
     workdir: str, *, step: int | None, episodes: int, max_steps: int, seed: int
 ) -> list[list[object]]:
@@ -100,28 +94,22 @@ def failures(
     config = run.config
     if config.env != CARTPOLE:
         raise ValueError(f"{workdir} trains on {config.env!r}; this script reads {CARTPOLE} only")
-    iterations = int(np.asarray(run.state.iteration).reshape(-1)[0])  # the same for every seed
-    env_steps = iterations * config.env_steps_per_iteration
-    rows_written = iterations * config.rollout_length
-    steps_per_row = config.env_steps_per_iteration // config.rollout_length
     rows, play = [], None
     for index in range(config.num_seeds):
-        pick = functools.partial(_seed_slice, index=index if config.num_seeds > 1 else None)
-        seed_config = config.replace(seed=config.seed + index, num_seeds=1)
-        params = jax.tree.map(pick, run.state.train.params)
+        agent = run.agent(index)
         if play is None:  # compiled once: the seeds of a run share everything but parameters
-            play = make_play(Agent(seed_config, params), episodes=episodes, max_steps=max_steps)
+            play = make_play(agent, episodes=episodes, max_steps=max_steps)
         stored = replay_ends(
-            jax.tree.map(pick, run.state.replay),
-            rows_written=rows_written,
-            env_steps_per_row=steps_per_row,
+            run.seed_state(index).replay,
+            rows_written=agent.env_steps // config.env_steps_per_iteration * config.rollout_length,
+            env_steps_per_row=config.env_steps_per_iteration // config.rollout_length,
         )
-        greedy = play_ends(play(params, jax.random.key(seed)))
+        greedy = play_ends(play(agent.params, jax.random.key(seed)))
         before_edge = greedy["value_before_edge"]
         rows.append(
             [
-                seed_config.seed,
-                f"{env_steps:,}",
+                agent.config.seed,
+                f"{agent.env_steps:,}",
                 stored["ended"],
                 stored["edge"],
                 stored["angle"],

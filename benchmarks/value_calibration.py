@@ -27,10 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 from common import machine_description, print_table
 
-from mz_jax.agent import Agent
+from mz_jax.agent import Agent, restore_run_state
 from mz_jax.mcts import search
 from mz_jax.transforms import logits_to_scalar
-from mz_jax.workdir import read_config
 
 
 def realised_returns(
@@ -128,10 +127,10 @@ def make_play(agent: Agent, *, episodes: int, max_steps: int):
 def calibrate(
     workdir: str, *, step: int | None = None, episodes: int, max_steps: int, seed: int
 ) -> list[list[object]]:
-    config = read_config(workdir)
+    run = restore_run_state(workdir, step=step)  # read once: every seed's parameters are in it
     rows, play = [], None
-    for index in range(config.num_seeds):
-        agent = Agent.restore(workdir, seed_index=index, step=step)
+    for index in range(run.config.num_seeds):
+        agent = run.agent(index)
         if agent.env.num_players != 1:
             raise ValueError(
                 f"{agent.env.name} has {agent.env.num_players} players; value_calibration.py "

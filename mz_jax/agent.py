@@ -136,21 +136,7 @@ class Agent:
                 f"seed_index {seed_index!r} is invalid: {str(workdir)!r} holds {config.num_seeds} "
                 f"run(s); allowed an integer in [0, {config.num_seeds - 1}]"
             )
-        run = restore_run_state(workdir, step=step, device=device, config=config)
-        params = run.state.train.params
-        if config.num_seeds > 1:
-            params = jax.tree.map(lambda x: x[seed_index], params)
-            config = config.replace(seed=config.seed + seed_index, num_seeds=1)
-        agent = cls.__new__(cls)
-        agent._init(config, params, run.components)
-        agent.checkpoint_step = run.step
-        # Counters are the same for every seed of a multi-seed run.
-        first = lambda x: int(np.asarray(x).reshape(-1)[0])
-        agent.updates = int(run.meta.get("updates", first(run.state.train.step)))
-        agent.env_steps = int(
-            run.meta.get("env_steps", first(run.state.iteration) * config.env_steps_per_iteration)
-        )
-        return agent
+        return restore_run_state(workdir, step=step, device=device, config=config).agent(seed_index)
 
     def with_search(self, **changes: Any) -> Agent:
         """This agent searching differently: the same configuration, parameters and counters, with
@@ -294,6 +280,33 @@ class RestoredRun(NamedTuple):
     step: int
     state: Any
     meta: dict
+
+    def seed_state(self, index: int) -> Any:
+        """The state of run ``index`` of a multi-seed run (its leaves without the seed axis); a
+        one-seed run's state as it is (``index`` 0)."""
+        if self.config.num_seeds == 1:
+            return self.state
+        return jax.tree.map(lambda x: x[index], self.state)
+
+    def agent(self, index: int = 0) -> Agent:
+        """The agent of run ``index`` (``0 <= index < config.num_seeds``), as
+        :meth:`Agent.restore` returns it: that run's ``config`` (``seed + index``, ``num_seeds =
+        1``), parameters and counters."""
+        config = self.config
+        params = self.state.train.params
+        if config.num_seeds > 1:
+            params = jax.tree.map(lambda x: x[index], params)
+            config = config.replace(seed=config.seed + index, num_seeds=1)
+        agent = Agent.__new__(Agent)
+        agent._init(config, params, self.components)
+        agent.checkpoint_step = self.step
+        # Counters are the same for every seed of a multi-seed run.
+        first = lambda x: int(np.asarray(x).reshape(-1)[0])
+        agent.updates = int(self.meta.get("updates", first(self.state.train.step)))
+        agent.env_steps = int(
+            self.meta.get("env_steps", first(self.state.iteration) * config.env_steps_per_iteration)
+        )
+        return agent
 
 
 def restore_run_state(

@@ -6,7 +6,7 @@ import pytest
 from _tiny import CARTPOLE, NUM_SEEDS
 
 from mz_jax import run
-from mz_jax.agent import Agent
+from mz_jax.agent import Agent, restore_run_state
 from mz_jax.suite import SuiteEntry, entry_config
 from mz_jax.train import make_train
 from mz_jax.workdir import read_metrics
@@ -106,6 +106,11 @@ def test_multi_seed_run_logs_every_seed_and_restores_each(tmp_path):
     assert agent.config.seed == 4 and agent.config.num_seeds == 1
     assert agent.env_steps == alone.env_steps == 64
     assert _max_difference(agent.params, alone.params) < TOLERANCE
+    # What run 1 collected is what seed 4 alone collected (its replay, as a checkpoint holds it).
+    collected = restore_run_state(tmp_path / "seeds").seed_state(1).replay
+    collected_alone = restore_run_state(tmp_path / "alone").seed_state(0).replay
+    assert int(collected.num_written) == int(collected_alone.num_written) > 0
+    assert _max_difference(collected.data, collected_alone.data) < TOLERANCE
     alone_records = [r for r in read_metrics(tmp_path / "alone") if "eval/episode_return" in r]
     assert alone_records[-1]["eval/episode_return"] == pytest.approx(last[4], abs=1e-3)
 
