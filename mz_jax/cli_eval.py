@@ -1,6 +1,6 @@
-"""``mz-jax eval``: greedy evaluation of the newest good checkpoint of a training run, alone or
-against an opponent in a two-player game (a uniformly random player, the MCTS baseline ``mcts:N``
-of :mod:`mz_jax.baseline`, or the agent itself)."""
+"""``mz-jax eval``: greedy evaluation of the newest good checkpoint of a training run (or of the
+checkpoint ``--step``), alone or against an opponent in a two-player game (a uniformly random
+player, the MCTS baseline ``mcts:N`` of :mod:`mz_jax.baseline`, or the agent itself)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from mz_jax.cli_errors import PROG, CliError
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"{PROG} eval",
-        description="Greedy evaluation of the newest good checkpoint of a training run.",
+        description="Greedy evaluation of the newest good checkpoint of a training run, or of the "
+        "checkpoint --step.",
         allow_abbrev=False,
     )
     parser.add_argument("--workdir", required=True, help="the run's directory (holds config.json)")
@@ -39,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="search with this many simulations a move (default: the run's search.num_simulations)",
+    )
+    parser.add_argument(
+        "--step",
+        type=int,
+        default=None,
+        help="evaluate the checkpoint of this step (a name under checkpoints/), not the newest",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the evaluation episodes")
     parser.add_argument(
@@ -100,7 +107,7 @@ def evaluate_run(argv: list[str]) -> int:
                 baseline.game_of(env, args.opponent)
             except ValueError as error:
                 raise CliError(f"--opponent {args.opponent}: {error}") from None
-        agent = Agent.restore(args.workdir, seed_index=args.seed_index)
+        agent = Agent.restore(args.workdir, seed_index=args.seed_index, step=args.step)
         if args.num_simulations is not None:
             agent = agent.with_search(num_simulations=args.num_simulations)
     except (FileNotFoundError, CheckpointError, ValueError) as error:  # ValueError: config.json

@@ -117,6 +117,23 @@ def test_eval_prints_returns(trained, capsys):
     assert "wins" not in out  # single-player
 
 
+def test_eval_step_picks_a_checkpoint(trained, capsys):
+    workdir, _ = trained
+    steps = sorted(int(p.name) for p in (workdir / "checkpoints").iterdir() if p.name.isdigit())
+    assert (
+        main(["eval", "--workdir", str(workdir), "--episodes", "2", "--step", str(steps[0])]) == 0
+    )
+    assert f"checkpoint {steps[0]} (" in capsys.readouterr().out
+
+    missing = steps[-1] + 1  # no run writes a checkpoint past its newest
+    with pytest.raises(SystemExit) as exit_info:
+        main(["eval", "--workdir", str(workdir), "--step", str(missing)])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert f"step {missing} is not a checkpoint" in err and str(steps[-1]) in err
+    assert "Traceback" not in err
+
+
 def test_eval_errors(trained, tmp_path, capsys):
     workdir, _ = trained
     with pytest.raises(SystemExit) as exit_info:
@@ -278,7 +295,7 @@ def test_envs_lists_supported_names(capsys):
         (["--help"], ["train", "eval", "suite", "report", "envs", "cartpole"]),
         (["train", "--help"], ["--config", "--workdir", "--search.num-simulations", "--num-envs"]),
         (["train", "--config", "catch", "--help"], ["Catch-bsuite"]),
-        (["eval", "--help"], ["--workdir", "--episodes", "--opponent"]),
+        (["eval", "--help"], ["--workdir", "--episodes", "--opponent", "--step"]),
         (["report", "--help"], ["SUITE_WORKDIR", "--references", "--num-resamples", "--seed"]),
         (["envs", "--help"], ["environment names"]),
     ],
