@@ -127,15 +127,8 @@ class Agent:
         """
         workdir = Path(workdir)
         config = read_config(workdir)
-        if (
-            isinstance(seed_index, bool)
-            or not isinstance(seed_index, int)
-            or not 0 <= seed_index < config.num_seeds
-        ):
-            raise ValueError(
-                f"seed_index {seed_index!r} is invalid: {str(workdir)!r} holds {config.num_seeds} "
-                f"run(s); allowed an integer in [0, {config.num_seeds - 1}]"
-            )
+        # Checked before the (slower) restore; RestoredRun.agent checks it again.
+        _check_seed_index("seed_index", seed_index, config.num_seeds, repr(str(workdir)))
         return restore_run_state(workdir, step=step, device=device, config=config).agent(seed_index)
 
     def with_search(self, **changes: Any) -> Agent:
@@ -283,7 +276,13 @@ class RestoredRun(NamedTuple):
 
     def seed_state(self, index: int) -> Any:
         """The state of run ``index`` of a multi-seed run (its leaves without the seed axis); a
-        one-seed run's state as it is (``index`` 0)."""
+        one-seed run's state as it is (``index`` 0).
+
+        Raises:
+          ValueError: if ``index`` is not in ``[0, config.num_seeds)`` (a leaf indexed past its end
+            would give the last seed's values, not an error).
+        """
+        _check_seed_index("index", index, self.config.num_seeds, f"checkpoint {self.step}")
         if self.config.num_seeds == 1:
             return self.state
         return jax.tree.map(lambda x: x[index], self.state)
@@ -291,7 +290,12 @@ class RestoredRun(NamedTuple):
     def agent(self, index: int = 0) -> Agent:
         """The agent of run ``index`` (``0 <= index < config.num_seeds``), as
         :meth:`Agent.restore` returns it: that run's ``config`` (``seed + index``, ``num_seeds =
-        1``), parameters and counters."""
+        1``), parameters and counters.
+
+        Raises:
+          ValueError: if ``index`` is not in ``[0, config.num_seeds)``.
+        """
+        _check_seed_index("index", index, self.config.num_seeds, f"checkpoint {self.step}")
         config = self.config
         params = self.state.train.params
         if config.num_seeds > 1:
@@ -307,6 +311,15 @@ class RestoredRun(NamedTuple):
             self.meta.get("env_steps", first(self.state.iteration) * config.env_steps_per_iteration)
         )
         return agent
+
+
+def _check_seed_index(name: str, index: object, num_seeds: int, holder: str) -> None:
+    """Raises unless ``index`` picks one of the ``num_seeds`` runs that ``holder`` holds."""
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < num_seeds:
+        raise ValueError(
+            f"{name} {index!r} is invalid: {holder} holds {num_seeds} run(s); allowed an integer "
+            f"in [0, {num_seeds - 1}]"
+        )
 
 
 def restore_run_state(

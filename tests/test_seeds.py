@@ -107,8 +107,9 @@ def test_multi_seed_run_logs_every_seed_and_restores_each(tmp_path):
     assert agent.env_steps == alone.env_steps == 64
     assert _max_difference(agent.params, alone.params) < TOLERANCE
     # What run 1 collected is what seed 4 alone collected (its replay, as a checkpoint holds it).
-    collected = restore_run_state(tmp_path / "seeds").seed_state(1).replay
-    collected_alone = restore_run_state(tmp_path / "alone").seed_state(0).replay
+    restored, restored_alone = (restore_run_state(tmp_path / d) for d in ("seeds", "alone"))
+    collected = restored.seed_state(1).replay
+    collected_alone = restored_alone.seed_state(0).replay
     assert int(collected.num_written) == int(collected_alone.num_written) > 0
     assert _max_difference(collected.data, collected_alone.data) < TOLERANCE
     alone_records = [r for r in read_metrics(tmp_path / "alone") if "eval/episode_return" in r]
@@ -116,6 +117,13 @@ def test_multi_seed_run_logs_every_seed_and_restores_each(tmp_path):
 
     with pytest.raises(ValueError, match=r"seed_index 3 is invalid.*\[0, 2\]"):
         Agent.restore(tmp_path / "seeds", seed_index=3)
+    # Indexing a leaf past its end gives the last seed's values; a restored run refuses instead.
+    for pick in (restored.agent, restored.seed_state):
+        with pytest.raises(ValueError, match=r"index 3 is invalid.*3 run\(s\).*\[0, 2\]"):
+            pick(3)
+    for pick in (restored_alone.agent, restored_alone.seed_state):
+        with pytest.raises(ValueError, match=r"index 1 is invalid.*1 run\(s\).*\[0, 0\]"):
+            pick(1)
 
 
 @pytest.mark.parametrize(
