@@ -282,10 +282,7 @@ class RestoredRun(NamedTuple):
           ValueError: if ``index`` is not in ``[0, config.num_seeds)`` (a leaf indexed past its end
             would give the last seed's values, not an error).
         """
-        _check_seed_index("index", index, self.config.num_seeds, f"checkpoint {self.step}")
-        if self.config.num_seeds == 1:
-            return self.state
-        return jax.tree.map(lambda x: x[index], self.state)
+        return self._of_seed(self.state, index)
 
     def agent(self, index: int = 0) -> Agent:
         """The agent of run ``index`` (``0 <= index < config.num_seeds``), as
@@ -295,12 +292,8 @@ class RestoredRun(NamedTuple):
         Raises:
           ValueError: if ``index`` is not in ``[0, config.num_seeds)``.
         """
-        _check_seed_index("index", index, self.config.num_seeds, f"checkpoint {self.step}")
-        config = self.config
-        params = self.state.train.params
-        if config.num_seeds > 1:
-            params = jax.tree.map(lambda x: x[index], params)
-            config = config.replace(seed=config.seed + index, num_seeds=1)
+        params = self._of_seed(self.state.train.params, index)  # only these, not the replay
+        config = self.config.replace(seed=self.config.seed + index, num_seeds=1)
         agent = Agent.__new__(Agent)
         agent._init(config, params, self.components)
         agent.checkpoint_step = self.step
@@ -311,6 +304,15 @@ class RestoredRun(NamedTuple):
             self.meta.get("env_steps", first(self.state.iteration) * config.env_steps_per_iteration)
         )
         return agent
+
+    def _of_seed(self, tree: Any, index: int) -> Any:
+        """``tree`` (a part of ``state``) of run ``index``: its leaves without the seed axis, or as
+        they are in a one-seed run; ``index`` checked, since a leaf indexed past its end would give
+        the last seed's values rather than an error."""
+        _check_seed_index("index", index, self.config.num_seeds, f"checkpoint {self.step}")
+        if self.config.num_seeds == 1:
+            return tree
+        return jax.tree.map(lambda x: x[index], tree)
 
 
 def _check_seed_index(name: str, index: object, num_seeds: int, holder: str) -> None:
