@@ -40,10 +40,10 @@ from common import machine_description, print_table
 from learning import LAST_WINDOW, STABILITY_WINDOW, first_on_target, last_mean, with_overrides
 
 from mz_jax import TrainConfig
-from mz_jax.build import make_run_env
-from mz_jax.presets import load_preset
-from mz_jax.run import run_training
-from mz_jax.suite_results import evaluation_curves
+from mz_jax.config.presets import load_preset
+from mz_jax.run.loop import run_training
+from mz_jax.suite.results import evaluation_curves
+from mz_jax.training.build import make_run_env
 
 
 def _valid(config: TrainConfig, **changes) -> TrainConfig:

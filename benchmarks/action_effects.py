@@ -33,7 +33,8 @@ import optax
 import scipy.stats
 from common import machine_description, print_table
 
-from mz_jax import networks, transforms
+from mz_jax import networks
+from mz_jax.core import transforms
 from mz_jax.envs import make_env
 
 NUM_ENVS, NUM_STEPS, BATCH_SIZE = 64, 2_000, 128

@@ -27,7 +27,7 @@ import numpy as np
 from common import machine_description, print_table
 from value_calibration import make_play, parse_play_arguments, play_rows
 
-from mz_jax.agent import restore_run_state
+from mz_jax.run.agent import restore_run_state
 
 CARTPOLE = "gymnax:CartPole-v1"
 TAU = 0.02  # seconds per step of gymnax's Euler integration

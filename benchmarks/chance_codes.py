@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from common import machine_description, print_table
 
-from mz_jax.agent import Agent
+from mz_jax.run.agent import Agent
 from mz_jax.types import StochasticMuZeroNetwork
 
 

@@ -1,4 +1,4 @@
-"""Milliseconds per greedy evaluation (``mz_jax.actor.evaluate``), when episodes end early and when
+"""Milliseconds per greedy evaluation (``mz_jax.training.actor.evaluate``), when episodes end early and when
 they last the whole budget.
 
 ``evaluate`` stops stepping once every episode has ended. An untrained CartPole agent's episodes end
@@ -21,9 +21,10 @@ import jax
 import jax.numpy as jnp
 from common import machine_description, print_table
 
-from mz_jax import actor, networks
+from mz_jax import networks
 from mz_jax.envs import make_env
-from mz_jax.mcts import SearchConfig
+from mz_jax.mcts.policies import SearchConfig
+from mz_jax.training import actor
 
 
 def without_episode_ends(env):

@@ -3,7 +3,7 @@
 MountainCar-v0 and Acrobot-v1 end early (``terminated``) only at their goal; until then every step
 costs -1. An agent learns where the goal is only from episodes that got there, so the first question
 for exploration is how often its exploratory play does. This plays the self-play actor
-(:func:`mz_jax.actor.rollout`) with ``random_action_probability`` 1 (every step exploratory) and each
+(:func:`mz_jax.training.actor.rollout`) with ``random_action_probability`` 1 (every step exploratory) and each
 ``exploration_repeat_exponent``: none (a fresh uniformly random action at every step) or μ (εz-greedy:
 each random action repeated for n ~ Zeta(μ) steps), and counts the episodes that ended at the goal.
 No learning is involved: the search runs (an untrained network, 2 simulations) but its actions are
@@ -23,9 +23,10 @@ import jax
 import jax.numpy as jnp
 from common import machine_description, print_table
 
-from mz_jax import actor, networks
+from mz_jax import networks
 from mz_jax.envs import make_env
-from mz_jax.mcts import SearchConfig
+from mz_jax.mcts.policies import SearchConfig
+from mz_jax.training import actor
 
 ENVS = ("gymnax:MountainCar-v0", "gymnax:Acrobot-v1")
 EXPONENTS = (None, 3.0, 2.0, 1.5, 1.2)

@@ -36,11 +36,11 @@ from common import machine_description, print_table
 
 import mz_jax
 from mz_jax import NetworkConfig, SearchConfig, TrainConfig
-from mz_jax.agent import Agent
+from mz_jax.core.stochastic_loss import STRAIGHT_THROUGH
 from mz_jax.envs.toy import START
-from mz_jax.run import run_training
-from mz_jax.stochastic import STRAIGHT_THROUGH
-from mz_jax.suite_results import evaluation_curves
+from mz_jax.run.agent import Agent
+from mz_jax.run.loop import run_training
+from mz_jax.suite.results import evaluation_curves
 
 OPTIMAL = 0.99  # a greedy evaluation this high gambles and plays the coin's side in every episode
 MODELS = ("muzero", "commitment", "consistency", "momentum")

@@ -26,9 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 from common import machine_description, print_table
 
-from mz_jax.agent import Agent
 from mz_jax.envs import Env, make_env
-from mz_jax.workdir import read_config
+from mz_jax.run.agent import Agent
+from mz_jax.run.workdir import read_config
 
 ENV = "pgx:2048"
 TILES = (256, 512, 1024, 2048)

@@ -12,7 +12,7 @@ before the run starts, so compilation is included) and the environment steps, ho
 ten evaluations also reach the target (the run must last that long for all ten to count), the
 best and last evaluations, and the mean of the last five (less noisy than the last alone). Prints a
 markdown table with the machine named; ``--plot curves.png`` also draws the seeds' evaluation curves
-(``mz_jax.plots.save_curve``).
+(``mz_jax.run.plots.save_curve``).
 
 ``--set FIELD=VALUE`` changes one field of the preset (repeatable; ``network.FIELD`` and
 ``search.FIELD`` reach the nested configs; VALUE is a Python literal, else a string).
@@ -35,13 +35,14 @@ from pathlib import Path
 
 from common import machine_description, print_table
 
-from mz_jax import TrainConfig, compilation_cache
-from mz_jax.metrics import EVAL_RETURN
-from mz_jax.plots import save_curve
-from mz_jax.presets import load_preset
-from mz_jax.run import run_training
-from mz_jax.suite_results import evaluation_curves
-from mz_jax.workdir import read_config, read_metrics
+from mz_jax import TrainConfig
+from mz_jax.cli import compilation_cache
+from mz_jax.config.presets import load_preset
+from mz_jax.run.loop import run_training
+from mz_jax.run.metrics import EVAL_RETURN
+from mz_jax.run.plots import save_curve
+from mz_jax.run.workdir import read_config, read_metrics
+from mz_jax.suite.results import evaluation_curves
 
 STABILITY_WINDOW = 10
 """Evaluations after the first one on target that the stability column counts."""

@@ -24,16 +24,16 @@ import numpy as np
 from common import machine_description, median_seconds, print_table
 
 from mz_jax import Batch, ModelOutput, networks
-from mz_jax.loss import loss_from_predictions
-from mz_jax.ops import scale_gradient
-from mz_jax.unroll import unroll_model
+from mz_jax.core.loss import loss_from_predictions
+from mz_jax.core.ops import scale_gradient
+from mz_jax.core.unroll import unroll_model
 
 OBSERVATION_SIZE, NUM_ACTIONS = 16, 8
 IMAGE_SHAPE, IMAGE_ACTIONS = (10, 10, 4), 5  # Breakout-MinAtar's frames and moves
 
 
 def python_loop_unroll(network, params, observation, actions, *, hidden_grad_scale=0.5):
-    """The same unroll as ``mz_jax.unroll.unroll_model``, written as a Python loop (traced K times)."""
+    """The same unroll as ``mz_jax.core.unroll.unroll_model``, written as a Python loop (traced K times)."""
     output, hidden = network.initial_inference(params, observation)
     outputs = [output]
     for k in range(actions.shape[1]):

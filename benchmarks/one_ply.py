@@ -36,9 +36,9 @@ import jax.numpy as jnp
 import numpy as np
 from common import machine_description, print_table
 
-from mz_jax.agent import Agent
-from mz_jax.search_model import ply_discount
-from mz_jax.transforms import logits_to_scalar
+from mz_jax.core.transforms import logits_to_scalar
+from mz_jax.mcts.model import ply_discount
+from mz_jax.run.agent import Agent
 from mz_jax.types import StochasticMuZeroNetwork
 
 PLAYERS = ("search", "prior", "model one-ply", "true one-ply", "first legal")

@@ -30,9 +30,9 @@ import sys
 import training
 from common import machine_description, percent, print_table
 
-from mz_jax.build import make_run_env, unrolls_learner
-from mz_jax.config import TrainConfig
-from mz_jax.presets import load_preset
+from mz_jax.config.presets import load_preset
+from mz_jax.config.train import TrainConfig
+from mz_jax.training.build import make_run_env, unrolls_learner
 
 DEFAULT_PRESETS = ("breakout_minatar",)
 LEARNER_CHOICES = {"config": None, "looped": False, "unrolled": True}

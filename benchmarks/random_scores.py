@@ -1,12 +1,12 @@
 """The uniformly random policy's mean return on every environment of ``mz_jax/data/reference_scores.json``.
 
 These are the ``random`` ends of the normalisation ``(score - random) / (reference - random)`` that
-``mz_jax.report`` applies to a suite's final returns. Each environment is made with
+``mz_jax.suite.report`` applies to a suite's final returns. Each environment is made with
 ``mz_jax.make_env(name)`` (its own time limit), and ``--episodes`` episodes are played to their end
 as one compiled ``lax.while_loop`` over a ``vmap`` of environments, picking uniformly among the legal
 actions at every step.
 
-Two-player games follow the protocol of ``mz_jax.actor.evaluate(..., opponent="random")``: the
+Two-player games follow the protocol of ``mz_jax.training.actor.evaluate(..., opponent="random")``: the
 scored player (the "agent", here random too) moves first in the first half of the games and second
 in the other half, and its return is the game result from its side (+1 win, 0 draw, -1 loss). Both
 seats are played by the same policy, so the expected mean over both halves is exactly 0; the table
@@ -28,8 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 from common import machine_description, print_table
 
-from mz_jax.aggregate import reference_scores
 from mz_jax.envs import Env, make_env
+from mz_jax.suite.aggregate import reference_scores
 
 # A cap for environments without a time limit (pgx board games end well before it).
 DEFAULT_MAX_STEPS = 10_000

@@ -169,7 +169,7 @@ def selfplay_section(plan: Plan) -> str:
         [
             "## Self-play: environment steps per second",
             "",
-            f"`mz_jax.actor.rollout` under `jax.jit`: {plan.selfplay_steps} steps of [search, act, "
+            f"`mz_jax.training.actor.rollout` under `jax.jit`: {plan.selfplay_steps} steps of [search, act, "
             "step every environment] as one `lax.scan`, untrained MLP (64, 64; latent 64); median "
             f"of {plan.selfplay_repeats} calls after compilation. Environment steps per second = "
             "steps × environments / seconds per rollout; no learning.",
@@ -216,7 +216,7 @@ def update_section(results: training.Results, settings: training.Settings) -> st
             "",
             training.description(results, settings) + ".",
             "",
-            "`mz_jax.learner.update` (loss, gradient, clipping, Adam) jitted on one device, on a "
+            "`mz_jax.training.learner.update` (loss, gradient, clipping, Adam) jitted on one device, on a "
             f"fixed batch of the preset's shapes; median of {settings.update_repeats} updates "
             "after compilation. The peak is a jitted float32 "
             f"`a @ b` of {peak.size}×{peak.size} matrices (2n³ FLOPs, the fastest of "

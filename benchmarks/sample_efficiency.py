@@ -20,7 +20,7 @@ import dataclasses
 from common import machine_description, print_table
 from training import time_training_loop
 
-from mz_jax.presets import load_preset
+from mz_jax.config.presets import load_preset
 
 PRESET = "cartpole_sample_efficient"
 

@@ -1,4 +1,4 @@
-"""Simulations per second of mz_jax.mcts with a small untrained MLP network.
+"""Simulations per second of mz_jax.mcts.policies with a small untrained MLP network.
 
 Measures ``batch * num_simulations / seconds`` for one jitted search call, after compilation, as the
 median of a few timed calls (each ended with ``block_until_ready``), for both policies over batch
@@ -25,8 +25,8 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from mz_jax.mcts import SearchConfig, search
-from mz_jax.search_model import make_recurrent_fn, make_root_fn
+from mz_jax.mcts.model import make_recurrent_fn, make_root_fn
+from mz_jax.mcts.policies import SearchConfig, search
 from mz_jax.types import ModelOutput, MuZeroNetwork
 
 OBSERVATION_SIZE = 16

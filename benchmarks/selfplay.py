@@ -1,4 +1,4 @@
-"""Environment steps per second of compiled self-play (``mz_jax.actor.rollout`` under ``jax.jit``).
+"""Environment steps per second of compiled self-play (``mz_jax.training.actor.rollout`` under ``jax.jit``).
 
 One rollout is ``num_steps`` steps of [search, act, step the environments] over E environments, as
 one compiled ``lax.scan``: the Anakin loop's acting half. Timed after compilation, as the median of
@@ -18,10 +18,10 @@ import sys
 import jax
 from common import machine_description, median_seconds, print_table
 
-from mz_jax import actor
 from mz_jax.envs import make_env
-from mz_jax.mcts import SearchConfig
+from mz_jax.mcts.policies import SearchConfig
 from mz_jax.networks import make_mlp_network
+from mz_jax.training import actor
 
 ENVS = ("gymnax:CartPole-v1", "pgx:tic_tac_toe")
 
@@ -111,7 +111,7 @@ def main() -> None:
 
     print(machine_description())
     print(
-        f"mz_jax.actor.rollout under jax.jit: {args.num_steps} steps per call, untrained MLP "
+        f"mz_jax.training.actor.rollout under jax.jit: {args.num_steps} steps per call, untrained MLP "
         f"network; median of {repeats} calls after compilation; timed on {jax.devices()[0]}"
     )
     print()

@@ -32,11 +32,11 @@ import jax.numpy as jnp
 import numpy as np
 from common import machine_description, print_table
 
-from mz_jax.agent import Agent
+from mz_jax.core.transforms import logits_to_scalar
 from mz_jax.envs.base import select_tree
 from mz_jax.envs.pgx_adapter import pgx_game
-from mz_jax.transforms import logits_to_scalar
-from mz_jax.workdir import read_config
+from mz_jax.run.agent import Agent
+from mz_jax.run.workdir import read_config
 
 GAMES = ("pgx:tic_tac_toe", "pgx:connect_four")
 

@@ -21,7 +21,7 @@ opponent that knows its moves and replies best (W, D or L): a D or W in both sea
 can beat it, the MCTS baseline (``mz-jax eval --opponent mcts:N``) included; ``exploitable (X / O)``
 counts the positions such an opponent can steer the agent into where its move loses a position it
 could hold. A plain ``0`` is exactly zero; a rounded one is printed with its decimals.
-The solver is :mod:`mz_jax.tic_tac_toe_solver`.
+The solver is :mod:`mz_jax.suite.tic_tac_toe_solver`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from fractions import Fraction
 
 from common import machine_description, print_table
 
-from mz_jax.agent import Agent
-from mz_jax.tic_tac_toe_solver import (
+from mz_jax.run.agent import Agent
+from mz_jax.run.workdir import read_config
+from mz_jax.suite.tic_tac_toe_solver import (
     CROSS,
     EMPTY,
     NOUGHT,
@@ -46,7 +47,6 @@ from mz_jax.tic_tac_toe_solver import (
     value,
     worst_case,
 )
-from mz_jax.workdir import read_config
 
 RESULT = {1: "W", 0: "D", -1: "L"}
 

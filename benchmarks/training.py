@@ -4,7 +4,7 @@ vmapped seeds against sequential seeds. All on the CartPole preset (``configs/ca
     python benchmarks/training.py            # all measurements
     python benchmarks/training.py --quick    # fewer repeats and iterations, for a smoke test
 
-* **Learner update**: ``mz_jax.learner.update`` under ``jax.jit`` on one device, the preset's network,
+* **Learner update**: ``mz_jax.training.learner.update`` under ``jax.jit`` on one device, the preset's network,
   batch (128) and K (5), on a fixed synthetic batch; median of timed calls after compilation.
 * **Matmul peak**: a jitted float32 ``a @ b`` of n x n matrices, n doubled from 512 until one call
   takes at least 50 ms; 2 n^3 FLOPs per call, the fastest of a few calls. The update's FLOPs are
@@ -35,11 +35,12 @@ import jax.numpy as jnp
 import numpy as np
 from common import machine_description, percent, print_table
 
-from mz_jax import Batch, learner
-from mz_jax.build import build
-from mz_jax.config import TrainConfig
-from mz_jax.presets import load_preset
-from mz_jax.train import make_train
+from mz_jax import Batch
+from mz_jax.config.presets import load_preset
+from mz_jax.config.train import TrainConfig
+from mz_jax.training import learner
+from mz_jax.training.build import build
+from mz_jax.training.train import make_train
 
 PRESET = "cartpole"
 

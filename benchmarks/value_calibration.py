@@ -27,9 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 from common import machine_description, print_table
 
-from mz_jax.agent import Agent, restore_run_state
-from mz_jax.mcts import search
-from mz_jax.transforms import logits_to_scalar
+from mz_jax.core.transforms import logits_to_scalar
+from mz_jax.mcts.policies import search
+from mz_jax.run.agent import Agent, restore_run_state
 
 
 def realised_returns(

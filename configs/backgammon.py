@@ -3,7 +3,7 @@ same player often moves twice in a row (the turn head tells the search who moves
 
 Settings: an MLP of 128 x 128 with a 64-wide latent state, C = 32 chance codes, supports of 3 (a
 game pays +-1, 2 or 3 at its end), discount 1 with value targets over 10 steps, Gumbel search with
-chance nodes and 16 simulations (:mod:`mz_jax.stochastic_gumbel`; with pUCT it lost to random play),
+chance nodes and 16 simulations (:mod:`mz_jax.mcts.chance_gumbel`; with pUCT it lost to random play),
 16 environments x 4 steps and 4 updates of batch 128 per iteration, the value and afterstate value
 terms weighted 2 (the default is 0.25; of the many changes tried, the one that moved it), 1M
 environment steps (about 5,000 games; 2M steps gained no more than what 500 games resolve).
@@ -22,7 +22,7 @@ import dataclasses
 from pathlib import Path
 
 from mz_jax import TrainConfig
-from mz_jax.presets import load_preset
+from mz_jax.config.presets import load_preset
 
 
 def config() -> TrainConfig:

@@ -64,7 +64,7 @@ import dataclasses
 from pathlib import Path
 
 from mz_jax import TrainConfig
-from mz_jax.presets import load_preset
+from mz_jax.config.presets import load_preset
 
 TOTAL_ENV_STEPS = 8_000
 NUM_ENVS, ROLLOUT_LENGTH, UPDATES_PER_ITERATION = 16, 1, 32

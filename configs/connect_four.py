@@ -24,7 +24,7 @@ import dataclasses
 from pathlib import Path
 
 from mz_jax import TrainConfig
-from mz_jax.presets import load_preset
+from mz_jax.config.presets import load_preset
 
 
 def config() -> TrainConfig:

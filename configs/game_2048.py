@@ -3,7 +3,7 @@ random, so the model has afterstates and C = 32 chance codes (16 cells x 2 tiles
 
 Settings: an MLP of 64 x 64 with a 64-wide latent state, supports of 60 and 50 for the values and
 rewards (a move's reward is the sum of the tiles it merges, up to thousands over a game), Gumbel
-search with chance nodes and 64 simulations (:mod:`mz_jax.stochastic_gumbel`; 64 rather than 16
+search with chance nodes and 64 simulations (:mod:`mz_jax.mcts.chance_gumbel`; 64 rather than 16
 lifted Stochastic MuZero; with pUCT it stayed near the random move's score), value targets over 10
 steps, EfficientZero's consistency term with weight 2 and no commitment term
 (docs/stochastic_muzero.md says why both), 300k environment steps (16 environments x 4 steps and 4

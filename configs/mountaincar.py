@@ -21,7 +21,7 @@ import dataclasses
 from pathlib import Path
 
 from mz_jax import TrainConfig
-from mz_jax.presets import load_preset
+from mz_jax.config.presets import load_preset
 
 TOTAL_ENV_STEPS = 400_000
 ACTION_REPEAT, UPDATES_PER_ITERATION = 4, 16

@@ -20,11 +20,11 @@ import jax
 import jax.numpy as jnp
 
 from mz_jax import TrainConfig
-from mz_jax.config import NetworkConfig
+from mz_jax.config.train import NetworkConfig
 from mz_jax.envs import Env, EnvState, TimeStep, make_env, register_env
-from mz_jax.mcts import SearchConfig
-from mz_jax.run import run_training
-from mz_jax.workdir import read_metrics
+from mz_jax.mcts.policies import SearchConfig
+from mz_jax.run.loop import run_training
+from mz_jax.run.workdir import read_metrics
 
 LEFT, RIGHT = 0, 1
 

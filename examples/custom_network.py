@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from mz_jax import Batch, ModelOutput, MuZeroNetwork, make_loss_fn, min_max_normalize
-from mz_jax.mcts import SearchConfig, search
+from mz_jax.mcts.policies import SearchConfig, search
 
 OBSERVATION_SIZE, NUM_ACTIONS, LATENT = 5, 4, 16
 SUPPORT = 5  # value and reward logits over the support [-5, 5]: 11 bins
@@ -108,7 +108,7 @@ def jnp_network(seed: int):
 
 
 def random_batch(key, *, batch_size: int = 8, num_unroll_steps: int = 3) -> Batch:
-    """A batch of the right shapes (random data; a real one comes from mz_jax.targets)."""
+    """A batch of the right shapes (random data; a real one comes from mz_jax.core.targets)."""
     obs_key, action_key, value_key, policy_key = jax.random.split(key, 4)
     steps = num_unroll_steps + 1
     return Batch(

@@ -20,10 +20,10 @@ import jax.numpy as jnp
 import optax
 
 from mz_jax import Batch, ModelOutput, MuZeroNetwork, make_loss_fn, scale_gradient
-from mz_jax.loss import cross_entropy
+from mz_jax.core.loss import cross_entropy
+from mz_jax.core.transforms import scalar_to_support
+from mz_jax.core.unroll import unroll_model
 from mz_jax.networks import make_mlp_network
-from mz_jax.transforms import scalar_to_support
-from mz_jax.unroll import unroll_model
 
 BATCH_SIZE, NUM_ACTIONS, SUPPORT, LATENT = 256, 3, 5, 16
 BINS = 2 * SUPPORT + 1

@@ -41,8 +41,8 @@ jax.distributed.initialize(
     cluster_detection_method="deactivate",
 )
 
-from mz_jax.presets import load_preset
-from mz_jax.run import run_training
+from mz_jax.config.presets import load_preset
+from mz_jax.run.loop import run_training
 
 config = load_preset(os.environ["MZ_JAX_PRESET"])
 # num_envs and batch_size are totals over all GPUs: they must divide by jax.device_count().

@@ -1,51 +1,45 @@
 """mz_jax: a functional MuZero in JAX/Flax.
 
-The public contract: ``scale_gradient``; the data types (``ModelOutput``,
-``MuZeroNetwork``, ``Batch``, ``Trajectory``); the jitted loss (``make_loss_fn``; Stochastic
-MuZero's ``make_stochastic_loss_fn`` for a ``StochasticMuZeroNetwork``); the search
-(``search``, ``SearchConfig``); environments by name (``make_env``, ``register_env``); the networks
+The public contract: ``scale_gradient``; the data types (``ModelOutput``, ``MuZeroNetwork``,
+``Batch``, ``Trajectory``); the jitted loss (``make_loss_fn``; Stochastic MuZero's
+``make_stochastic_loss_fn`` for a ``StochasticMuZeroNetwork``); the search (``search``,
+``SearchConfig``); environments by name (``make_env``, ``register_env``); the networks
 (``make_mlp_network``, ``make_resnet_network``); and training: ``build(config)`` makes a
 ``TrainConfig`` into its components, ``make_train`` compiles the data-parallel step around them,
 ``run_training`` is the host loop with checkpoints and logs, ``Agent`` acts with a trained run.
 
-Submodules hold the rest, one job each: ``networks``, ``transforms``, ``mcts``, ``envs``,
-``stochastic``, ``actor``, ``replay``, ``targets``, ``reanalyse``, ``learner``, ``iteration``,
-``train``, ``run``, ``metrics``, ``checkpoint``, ``workdir``, ``presets``, ``suite``.
+The subpackages are layers, each importing only those below it::
+
+    cli        the mz-jax command
+    suite      suites over environments x seeds, opponents, reports
+    run        one run on the host: loop, workdir, logs, checkpoints, Agent
+    training   the compiled iteration: actor, replay, reanalyse, learner, build, make_train
+    config     TrainConfig, NetworkConfig, their checks, presets, dotted overrides
+    mcts       search with mctx on the learned model; the MCTS baseline on the true game
+    core       ops, transforms, unroll, losses, targets, batch checks, field rules
+    networks, envs   Flax NNX networks as pure functions; environments by name
 """
 
-from mz_jax import (
-    actor,
-    envs,
-    learner,
-    mcts,
-    metrics,
-    networks,
-    reanalyse,
-    replay,
-    stochastic,
-    targets,
-    transforms,
-)
-from mz_jax.agent import Agent
-from mz_jax.build import Components, build
+from mz_jax import config, core, envs, mcts, networks, run, training
 from mz_jax.config import NetworkConfig, TrainConfig
+from mz_jax.core.loss import LossAux, check_batch, make_loss_fn
+from mz_jax.core.ops import min_max_normalize, scale_gradient
+from mz_jax.core.stochastic_loss import make_stochastic_loss_fn
+from mz_jax.core.targets import make_targets
 from mz_jax.envs import Env, list_envs, make_env, register_env
-from mz_jax.iteration import RunState
-from mz_jax.learner import (
+from mz_jax.mcts import SearchConfig, SearchOutput, search
+from mz_jax.networks import make_mlp_network, make_resnet_network
+from mz_jax.run import Agent, run_training
+from mz_jax.training.build import Components, build
+from mz_jax.training.iteration import RunState
+from mz_jax.training.learner import (
     TrainState,
     make_data_parallel_update,
     make_optimizer,
     make_pmap_update,
     make_schedule,
 )
-from mz_jax.loss import LossAux, check_batch, make_loss_fn
-from mz_jax.mcts import SearchConfig, SearchOutput, search
-from mz_jax.networks import make_mlp_network, make_resnet_network
-from mz_jax.ops import min_max_normalize, scale_gradient
-from mz_jax.run import run_training
-from mz_jax.stochastic import make_stochastic_loss_fn
-from mz_jax.targets import make_targets
-from mz_jax.train import Trainer, make_train
+from mz_jax.training.train import Trainer, make_train
 from mz_jax.types import (
     AfterstateOutput,
     Batch,
@@ -75,11 +69,11 @@ __all__ = [
     "TrainState",
     "Trainer",
     "Trajectory",
-    "actor",
     "build",
     "check_batch",
+    "config",
+    "core",
     "envs",
-    "learner",
     "list_envs",
     "make_data_parallel_update",
     "make_env",
@@ -93,16 +87,12 @@ __all__ = [
     "make_targets",
     "make_train",
     "mcts",
-    "metrics",
     "min_max_normalize",
     "networks",
-    "reanalyse",
     "register_env",
-    "replay",
+    "run",
     "run_training",
     "scale_gradient",
     "search",
-    "stochastic",
-    "targets",
-    "transforms",
+    "training",
 ]

@@ -20,7 +20,7 @@ class ModelOutput(NamedTuple):
 
     Attributes:
       value_logits: ``[B, Nv]`` logits over the value support ``[-S, S]`` (``Nv = 2S + 1``), in the
-        transformed space of :func:`mz_jax.transforms.h`; from the perspective of the player to move.
+        transformed space of :func:`mz_jax.core.transforms.h`; from the perspective of the player to move.
       reward_logits: ``[B, Nr]`` logits over the reward support, for the transition that led here
         (meaningless at the root, where it is not trained).
       policy_logits: ``[B, A]`` prior logits over the A actions.
@@ -70,7 +70,7 @@ class AfterstateOutput(NamedTuple):
 
     Attributes:
       value_logits: ``[B, Nv]`` logits of the afterstate value ``Q(as)`` over the value support, in
-        the transformed space of :func:`mz_jax.transforms.h`; from the perspective of the player who
+        the transformed space of :func:`mz_jax.core.transforms.h`; from the perspective of the player who
         acted (the afterstate is the position after the action, before chance moves).
       chance_logits: ``[B, C]`` logits of ``σ``, the distribution over the C chance outcomes that
         follow the afterstate.
@@ -100,7 +100,7 @@ class StochasticMuZeroNetwork(NamedTuple):
       encode_chance: ``(params, observation[B, ...], next_observation[B, ...]) -> [B, C]``; the
         encoder ``e``'s logits for the chance outcome of the transition between two consecutive
         observations. The loss turns them into a one-hot code with the straight-through estimator
-        (:func:`mz_jax.stochastic.chance_code`); an encoder may ignore either argument.
+        (:func:`mz_jax.core.stochastic_loss.chance_code`); an encoder may ignore either argument.
       num_chance_outcomes: C, the size of the codebook of one-hot codes.
       turn_logits: optional, ``(params, state) -> [B]``, as in :class:`MuZeroNetwork`: whether the
         player who moved moves again after the chance event (backgammon: while dice are left).
@@ -185,7 +185,7 @@ class Trajectory(NamedTuple):
       final_observation: ``[..., *obs_shape]`` float32 where ``truncated``: the observation the
         transition reached, so that reanalyse can refresh ``bootstrap_value``; zeros elsewhere.
         Where it is not recorded, a placeholder 0 of shape ``[...]`` (see
-        :func:`mz_jax.actor.transition_spec`).
+        :func:`mz_jax.training.actor.transition_spec`).
       final_player: ``[...]`` int32 where ``truncated``: the player to move at
         ``final_observation``; 0 elsewhere.
     """

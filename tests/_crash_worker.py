@@ -2,7 +2,7 @@
 
     python tests/_crash_worker.py WORKDIR ITERATIONS [--kill-at-commit STEP] [--cache DIR]
 
-Trains :func:`tiny_config` for ITERATIONS iterations in total with ``mz_jax.run.run_training``,
+Trains :func:`tiny_config` for ITERATIONS iterations in total with ``mz_jax.run.loop.run_training``,
 saving a checkpoint after every iteration (so a kill at a random moment often lands inside a save).
 ``--kill-at-commit STEP`` makes the process SIGKILL itself inside orbax's save of checkpoint STEP,
 after every file is written and just before the atomic rename that commits it: the moment at which
@@ -17,8 +17,8 @@ import os
 import signal
 import sys
 
-from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.mcts import SearchConfig
+from mz_jax.config.train import NetworkConfig, TrainConfig
+from mz_jax.mcts.policies import SearchConfig
 
 NUM_ENVS = 4
 ROLLOUT_LENGTH = 2
@@ -76,7 +76,7 @@ def main() -> None:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     if args.kill_at_commit is not None:
         _kill_at_commit(args.kill_at_commit)
-    from mz_jax.run import run_training
+    from mz_jax.run.loop import run_training
 
     summary = run_training(tiny_config(args.iterations), args.workdir)
     print(f"finished at iteration {summary['iterations']}", flush=True)

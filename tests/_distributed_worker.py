@@ -35,9 +35,9 @@ def main(port: int, process_id: int, output: str) -> None:
     )
     import numpy as np
 
-    from mz_jax.config import NetworkConfig, TrainConfig
-    from mz_jax.mcts import SearchConfig
-    from mz_jax.train import make_train
+    from mz_jax.config.train import NetworkConfig, TrainConfig
+    from mz_jax.mcts.policies import SearchConfig
+    from mz_jax.training.train import make_train
 
     assert jax.process_count() == 2 and jax.process_index() == process_id
     assert len(jax.local_devices()) == 2 and len(jax.devices()) == 4, jax.devices()

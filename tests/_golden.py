@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import mz_jax
-from mz_jax.presets import load_preset
+from mz_jax.config.presets import load_preset
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 MACHINE_FILE = GOLDEN_DIR / "machine.json"

@@ -1,4 +1,4 @@
-"""The HL-Gauss value target written independently of ``mz_jax.transforms`` (no erf), for the loss
+"""The HL-Gauss value target written independently of ``mz_jax.core.transforms`` (no erf), for the loss
 references of tests/test_loss.py and tests/test_stochastic_loss.py."""
 
 import jax.numpy as jnp

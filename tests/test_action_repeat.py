@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from mz_jax import TrainConfig
-from mz_jax.build import make_run_env
 from mz_jax.envs import Env, EnvState, TimeStep, make_env, repeat_action
 from mz_jax.envs.base import restart
+from mz_jax.training.build import make_run_env
 
 EPISODE = 7  # the counter below terminates after this many steps
 

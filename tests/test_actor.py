@@ -8,9 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mz_jax import actor, networks
+from mz_jax import networks
 from mz_jax.envs import make_env
-from mz_jax.mcts import SearchConfig
+from mz_jax.mcts.policies import SearchConfig
+from mz_jax.training import actor
 
 TIME_LIMIT, NUM_ENVS, NUM_STEPS = 5, 3, 12
 

@@ -1,4 +1,4 @@
-"""Aggregate scores and stratified bootstrap intervals (mz_jax.aggregate), against hand-worked values,
+"""Aggregate scores and stratified bootstrap intervals (mz_jax.suite.aggregate), against hand-worked values,
 references written differently (scipy, sorted lists) and properties of the bootstrap."""
 
 import statistics
@@ -9,7 +9,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mz_jax import aggregate
+from mz_jax.suite import aggregate
 
 # ---------------------------------------------------------------------------------------------------
 # normalize.

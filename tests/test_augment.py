@@ -10,13 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mz_jax import metrics
-from mz_jax.augment import check_reflection, reflect_batch
-from mz_jax.build import build
-from mz_jax.config import NetworkConfig, TrainConfig
+from mz_jax.config.train import NetworkConfig, TrainConfig
 from mz_jax.envs import Reflection, make_env
-from mz_jax.mcts import SearchConfig
-from mz_jax.train import make_train
+from mz_jax.mcts.policies import SearchConfig
+from mz_jax.run import metrics
+from mz_jax.training.augment import check_reflection, reflect_batch
+from mz_jax.training.build import build
+from mz_jax.training.train import make_train
 from mz_jax.types import Batch
 
 # A 3-cycle, not its own inverse, so a policy permuted the wrong way round is caught.

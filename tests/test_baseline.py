@@ -9,12 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mz_jax import NetworkConfig, SearchConfig, TrainConfig, baseline
-from mz_jax.agent import Agent
-from mz_jax.build import build
-from mz_jax.cli import main
+from mz_jax import NetworkConfig, SearchConfig, TrainConfig
+from mz_jax.cli.main import main
 from mz_jax.envs import make_env
 from mz_jax.envs.pgx_adapter import pgx_game
+from mz_jax.mcts import baseline
+from mz_jax.run.agent import Agent
+from mz_jax.training.build import build
 
 CONNECT_FOUR = pgx_game("pgx:connect_four")
 COLUMNS = 7
@@ -111,7 +112,7 @@ def connect_four():
     """The baseline's moves in the hand-made positions (WINS, then BLOCKS, each from both starts)
     and in random ones: ``(states, actions)``, one compiled search for all (compiling takes ~15 s).
 
-    One rollout per leaf is noisy: with 4 a forced block is certain (see mz_jax.baseline)."""
+    One rollout per leaf is noisy: with 4 a forced block is certain (see mz_jax.mcts.baseline)."""
     hand_made = [position(columns, first) for columns, _ in WINS + BLOCKS for first in (0, 1)]
     random = random_positions(CONNECT_FOUR, jax.random.key(1), batch=NUM_RANDOM, max_moves=40)
     states = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), stack(hand_made), random)
@@ -267,7 +268,7 @@ def test_an_untrained_agent_loses_to_mcts(untrained_agent):
 
 def test_cli_evaluates_against_mcts(untrained_agent, tmp_path, monkeypatch, capsys):
     # The agent stands in for a restored run; its compiled evaluation is the test above's.
-    monkeypatch.setattr("mz_jax.workdir.read_config", lambda workdir: TIC_TAC_TOE)
+    monkeypatch.setattr("mz_jax.run.workdir.read_config", lambda workdir: TIC_TAC_TOE)
     monkeypatch.setattr(Agent, "restore", lambda *args, **kwargs: untrained_agent)
     argv = ["eval", "--workdir", str(tmp_path), "--episodes", "8", "--opponent", "mcts:200"]
     assert main([*argv, "--seed", "2"]) == 0

@@ -9,8 +9,9 @@ import jax
 import numpy as np
 import pytest
 
-from mz_jax import NetworkConfig, SearchConfig, TrainConfig, build
-from mz_jax.agent import Agent
+from mz_jax import NetworkConfig, SearchConfig, TrainConfig
+from mz_jax.run.agent import Agent
+from mz_jax.training import build
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 failures = pytest.importorskip("cartpole_failures")

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from _xla import LEVEL_1
 
-from mz_jax import build, metrics
-from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.mcts import SearchConfig
+from mz_jax.config.train import NetworkConfig, TrainConfig
+from mz_jax.mcts.policies import SearchConfig
 from mz_jax.networks import count_params, stochastic_resnet_network
-from mz_jax.train import make_train
+from mz_jax.run import metrics
+from mz_jax.training import build
+from mz_jax.training.train import make_train
 from mz_jax.types import AfterstateOutput, ModelOutput, StochasticMuZeroNetwork
 
 OBS, A, C, P = (5, 4, 3), 3, 4, 6  # non-square, so that a swap of H and W would show

@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mz_jax import checkpoint as checkpoint_lib
-from mz_jax import workdir as workdir_lib
-from mz_jax.checkpoint import Checkpointer, CheckpointError
+from mz_jax.run import checkpoint as checkpoint_lib
+from mz_jax.run import workdir as workdir_lib
+from mz_jax.run.checkpoint import Checkpointer, CheckpointError
 
 
 class State(NamedTuple):

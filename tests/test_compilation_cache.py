@@ -3,7 +3,7 @@
 import jax
 import pytest
 
-from mz_jax import compilation_cache
+from mz_jax.cli import compilation_cache
 
 
 @pytest.fixture

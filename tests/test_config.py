@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.mcts import SearchConfig
+from mz_jax.config.train import NetworkConfig, TrainConfig
+from mz_jax.mcts.policies import SearchConfig
 
 
 def test_defaults_are_valid():
@@ -385,7 +385,7 @@ class _Unacceptable:
         return "<unacceptable>"
 
 
-# The fields TrainConfig checks by hand rather than by a rule of mz_jax.validation.
+# The fields TrainConfig checks by hand rather than by a rule of mz_jax.core.validation.
 _CHECKED_BY_HAND = {"env", "search", "network", "temperature_schedule"}
 
 

@@ -11,8 +11,11 @@ import numpy as np
 import pytest
 from _target_params import assert_target_params_only_encode_targets
 
-from mz_jax import mcts, reanalyse, search_model, transforms
-from mz_jax.loss import make_loss_fn, value_prefix_matrix
+from mz_jax.core import transforms
+from mz_jax.core.loss import make_loss_fn, value_prefix_matrix
+from mz_jax.mcts import model as search_model
+from mz_jax.mcts import policies as mcts
+from mz_jax.training import reanalyse
 from mz_jax.types import Batch, ModelOutput, MuZeroNetwork, Trajectory
 
 BINS = 7  # supports [-3, 3]
@@ -217,7 +220,7 @@ def test_search_rewards_are_prefix_differences():
 
 
 def test_unroll_resets_the_carry_every_horizon_steps():
-    from mz_jax.unroll import unroll_model
+    from mz_jax.core.unroll import unroll_model
 
     network = _counting_network([1.0, 3.0], horizon=2)
     unrolled = unroll_model(network, {}, jnp.zeros((1, 1)), jnp.asarray([[1, 0, 1, 1, 0]]))
@@ -254,7 +257,7 @@ def _window(reward, root_value, *, exploratory=(), truncated=(), length=None):
 
 
 def test_value_targets_stop_at_an_exploratory_step():
-    from mz_jax.targets import make_targets
+    from mz_jax.core.targets import make_targets
 
     g = 0.5
     window = _window(
@@ -269,7 +272,7 @@ def test_value_targets_stop_at_an_exploratory_step():
 
 
 def test_value_targets_can_run_through_exploratory_steps():
-    from mz_jax.targets import make_targets
+    from mz_jax.core.targets import make_targets
 
     g = 0.5
     window = _window(
@@ -291,7 +294,7 @@ def test_value_targets_can_run_through_exploratory_steps():
 
 
 def test_reward_after_a_truncation_is_trained():
-    from mz_jax.targets import make_targets
+    from mz_jax.core.targets import make_targets
 
     window = _window([1.0, 2.0, 4.0, 8.0, 16.0, 32.0], [0.0] * 6, truncated=[1])
     batch = make_targets(window, num_unroll_steps=3, td_steps=2, discount=1.0)
@@ -304,8 +307,8 @@ def test_reward_after_a_truncation_is_trained():
 
 
 def test_off_policy_td_lengths_by_hand():
-    from mz_jax import replay
-    from mz_jax.targets import make_targets
+    from mz_jax.core.targets import make_targets
+    from mz_jax.training import replay
 
     state = replay.init(
         jax.tree.map(lambda x: x[0], _window([0.0], [0.0])), capacity=20, num_envs=2
@@ -465,7 +468,7 @@ def test_values_by_search_are_a_direct_greedy_search_with_the_given_params():
 
 
 def test_bootstrap_rows_by_hand():
-    from mz_jax.targets import bootstrap_rows
+    from mz_jax.core.targets import bootstrap_rows
 
     # K = 2, n = 3: z_k bootstraps from row k + 3, unless a return stops first.
     window = _window([0.0] * 6, [0.0] * 6)
@@ -487,7 +490,7 @@ def test_bootstrap_rows_by_hand():
 def test_value_targets_read_no_root_value_but_of_the_bootstrap_rows():
     # A property over random windows: with every other row's root_value NaN, the targets are those
     # of the whole window, whatever ends the episodes, stops the returns or cuts n.
-    from mz_jax.targets import bootstrap_rows, make_targets
+    from mz_jax.core.targets import bootstrap_rows, make_targets
 
     k, n, w = 3, 4, 8
     rng = np.random.default_rng(3)
@@ -554,8 +557,8 @@ def test_dirichlet_noise_is_mixed_over_legal_actions_only():
 
 def test_support_sizes_cover_the_returns():
     from mz_jax import TrainConfig
-    from mz_jax.build import network_config_for
     from mz_jax.envs import make_env
+    from mz_jax.training.build import network_config_for
 
     def sizes(**kw):
         c = network_config_for(TrainConfig(**kw), make_env("gymnax:CartPole-v1"))
@@ -565,7 +568,7 @@ def test_support_sizes_cover_the_returns():
     # 259.0, h(259.0) = 259 / (sqrt(260) + 1) + 0.259 = 15.29: S = 16. At 0.99: 99.3 -> 9.16: 10.
     assert sizes(discount=0.997) == (16, 10)
     assert sizes(discount=0.99) == (10, 10)
-    from mz_jax.config import NetworkConfig
+    from mz_jax.config.train import NetworkConfig
 
     with pytest.raises(ValueError, match=r"network.value_support_size' = 10 .* >= 16"):
         sizes(discount=0.997, network=NetworkConfig(value_support_size=10))

@@ -30,14 +30,14 @@ import pytest
 
 import mz_jax
 from mz_jax import Batch, ModelOutput, MuZeroNetwork, make_loss_fn, scale_gradient
-from mz_jax import checkpoint as checkpoint_lib
-from mz_jax import run as run_lib
-from mz_jax.agent import Agent
-from mz_jax.cli import main
-from mz_jax.logger import MetricsLogger, MetricsWriteError
-from mz_jax.presets import PresetError, load_preset
-from mz_jax.train import make_train
-from mz_jax.workdir import check_config, read_metrics
+from mz_jax.cli.main import main
+from mz_jax.config.presets import PresetError, load_preset
+from mz_jax.run import checkpoint as checkpoint_lib
+from mz_jax.run import loop as run_lib
+from mz_jax.run.agent import Agent
+from mz_jax.run.logger import MetricsLogger, MetricsWriteError
+from mz_jax.run.workdir import check_config, read_metrics
+from mz_jax.training.train import make_train
 
 README = Path(__file__).parent.parent / "README.md"
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_IO_ERROR, EXIT_STOPPED, EXIT_BROKEN_PIPE = 1, 2, 74, 75, 141
@@ -76,7 +76,7 @@ FULL_DISK_AT_SECOND_SAVE = textwrap.dedent(
                 raise OSError(errno.ENOSPC, "No space left on device")
         return await commit(self, *args, **kwargs)
     atomicity.AtomicRenameTemporaryPath.finalize = finalize
-    from mz_jax.cli import main
+    from mz_jax.cli.main import main
     sys.exit(main(sys.argv[1:]))
     """
 )
@@ -100,7 +100,7 @@ class Child:
 
     def __init__(self, tmp: Path, name: str, args: list[str], *, code: str | None = None):
         self.out, self.err = tmp / f"{name}.out", tmp / f"{name}.err"
-        start = ["-c", code] if code else ["-m", "mz_jax.cli"]
+        start = ["-c", code] if code else ["-m", "mz_jax.cli.main"]
         with open(self.out, "w") as out, open(self.err, "w") as err:
             self.process = subprocess.Popen(
                 [sys.executable, *start, *args],
@@ -355,7 +355,7 @@ def test_a_start_that_fails_before_its_first_iteration_removes_what_it_created(
 
 def test_help_into_a_closed_pipe_stops_quietly():
     process = subprocess.Popen(
-        [sys.executable, "-m", "mz_jax.cli", "train", "--help"],
+        [sys.executable, "-m", "mz_jax.cli.main", "train", "--help"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -566,7 +566,7 @@ def _batch(b: int = 8, k: int = 6) -> Batch:
     ],
 )
 def test_loss_input_errors_name_the_field_at_fault(change, message):
-    mz_jax.loss.check_batch(_batch(), num_actions=NUM_ACTIONS)  # the unchanged batch is fine
+    mz_jax.core.loss.check_batch(_batch(), num_actions=NUM_ACTIONS)  # the unchanged batch is fine
     loss_fn = make_loss_fn(_two_action_network())
     # Shapes and dtypes are checked while tracing (under jit, compiling nothing); action values
     # only where they are known: called eagerly.
@@ -578,7 +578,7 @@ def test_loss_input_errors_name_the_field_at_fault(change, message):
 def test_out_of_range_actions_under_jit_are_documented_as_unchecked():
     """Under jit the action values are unknown: the docstring says they pass unchecked, and the
     mz_jax-style one-hot encodes them as no action (the loss differs from action 0's)."""
-    assert "under ``jit`` or ``vmap`` the values are" in mz_jax.loss.check_batch.__doc__
+    assert "under ``jit`` or ``vmap`` the values are" in mz_jax.core.loss.check_batch.__doc__
     loss_fn = jax.jit(make_loss_fn(_two_action_network()))
     out_of_range = loss_fn(_params(), _batch()._replace(actions=jnp.full((8, 6), 7, jnp.int32)))
     action_0 = loss_fn(_params(), _batch())
@@ -596,7 +596,7 @@ def test_scale_gradient_passes_integer_leaves_through():
 
 def test_agent_acts_on_an_empty_batch():
     config = _tiny_config("gymnax:CartPole-v1", batch_size=8)
-    agent = Agent(config, mz_jax.build(config).init_params(jax.random.key(0)))
+    agent = Agent(config, mz_jax.training.build(config).init_params(jax.random.key(0)))
     actions = agent.act(jax.random.key(1), jnp.zeros((0, 4)))
     assert actions.shape == (0,) and actions.dtype == jnp.int32
     with pytest.raises(ValueError, match=r"legal_action_mask must have shape \[B, A\] = \(0, 2\)"):

@@ -18,11 +18,11 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import mz_jax
-from mz_jax import learner
-from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.mcts import SearchConfig
+from mz_jax.config.train import NetworkConfig, TrainConfig
+from mz_jax.mcts.policies import SearchConfig
 from mz_jax.networks import make_mlp_network
-from mz_jax.train import make_train
+from mz_jax.training import learner
+from mz_jax.training.train import make_train
 from mz_jax.types import Batch
 
 NUM_DEVICES = 4
@@ -280,7 +280,7 @@ def test_a_run_decays_its_learning_rate_to_a_tenth_by_its_last_update():
         warmup_updates=4,
         lr_decay_updates="run",
     )
-    schedule = mz_jax.build(config).schedule
+    schedule = mz_jax.training.build(config).schedule
     last = 32 * 2
     np.testing.assert_allclose(float(schedule(4)), 1e-3, rtol=1e-6)
     np.testing.assert_allclose(float(schedule(4 + (last - 4) // 2)), 0.55e-3, rtol=1e-5)

@@ -16,7 +16,7 @@ import optax
 import pytest
 from _xla import LEVEL_1
 
-from mz_jax import transforms
+from mz_jax.core import transforms
 from mz_jax.networks import (
     count_params,
     make_mlp_network,

@@ -1,4 +1,4 @@
-"""Tests of ``mz_jax.ops``: ``scale_gradient`` (identity forward, scaled backward) and min–max scaling.
+"""Tests of ``mz_jax.core.ops``: ``scale_gradient`` (identity forward, scaled backward) and min–max scaling.
 
 Expected values come from hand arithmetic, from numpy, or from the MuZero pseudocode's formula
 ``x * scale + stop_gradient(x) * (1 - scale)`` written out below; never from the code under test.
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from mz_jax.ops import min_max_normalize, scale_gradient
+from mz_jax.core.ops import min_max_normalize, scale_gradient
 
 FLOAT_DTYPES = [jnp.bfloat16, jnp.float16, jnp.float32]
 _UINT_OF_WIDTH = {2: np.uint16, 4: np.uint32}

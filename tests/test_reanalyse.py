@@ -5,9 +5,9 @@ import dataclasses
 import jax
 import numpy as np
 
-from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.mcts import SearchConfig
-from mz_jax.train import make_train
+from mz_jax.config.train import NetworkConfig, TrainConfig
+from mz_jax.mcts.policies import SearchConfig
+from mz_jax.training.train import make_train
 
 CONFIG = TrainConfig(
     env="gymnax:CartPole-v1",
@@ -101,7 +101,7 @@ def test_refreshing_only_the_bootstrap_rows_trains_as_refreshing_every_row(monke
     # which here vary by window: off-policy correction shortens old windows' returns, exploratory
     # actions and the newest written step stop them. Refreshing every row instead must train the
     # same, loss for loss; a row passed wrongly (a stale value read) would change the value loss.
-    from mz_jax import iteration
+    from mz_jax.training import iteration
 
     config = CONFIG.replace(
         td_steps=4,

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from mz_jax import replay
+from mz_jax.training import replay
 from mz_jax.types import Trajectory
 
 NUM_ACTIONS = 3

@@ -1,4 +1,4 @@
-"""The suite report (mz_jax.report, `mz-jax report`) on a fake suite; the shipped reference scores."""
+"""The suite report (mz_jax.suite.report, `mz-jax report`) on a fake suite; the shipped reference scores."""
 
 import json
 import math
@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from mz_jax import aggregate, plots, report, suite_results
-from mz_jax.cli import main
-from mz_jax.metrics import EVAL_RETURN, LOSS, TRAIN_RETURN
-from mz_jax.workdir import sanitise
+from mz_jax.cli.main import main
+from mz_jax.run import plots
+from mz_jax.run.metrics import EVAL_RETURN, LOSS, TRAIN_RETURN
+from mz_jax.run.workdir import sanitise
+from mz_jax.suite import aggregate, report
+from mz_jax.suite import results as suite_results
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SUITES = {

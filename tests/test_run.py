@@ -25,13 +25,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import _crash_worker
 
-from mz_jax import actor as actor_lib
-from mz_jax import checkpoint as checkpoint_lib
-from mz_jax import run
-from mz_jax import workdir as workdir_lib
-from mz_jax.config import TrainConfig
-from mz_jax.train import make_train
-from mz_jax.workdir import read_metrics
+from mz_jax.config.train import TrainConfig
+from mz_jax.run import checkpoint as checkpoint_lib
+from mz_jax.run import loop as run
+from mz_jax.run import workdir as workdir_lib
+from mz_jax.run.workdir import read_metrics
+from mz_jax.training import actor as actor_lib
+from mz_jax.training.train import make_train
 
 WORKER = Path(__file__).parent / "_crash_worker.py"
 # Of every run in this file: the kill test's processes and the in-process runs train one program,
@@ -497,8 +497,8 @@ def test_batch_not_divisible_by_devices_is_reported_before_compiling(tmp_path):
 def test_the_header_names_the_network_and_warns_of_a_resnet_on_a_cpu(
     tmp_path, capsys, env, kind, overrides
 ):
-    from mz_jax.config import NetworkConfig
-    from mz_jax.run_start import print_start
+    from mz_jax.config.train import NetworkConfig
+    from mz_jax.run.start import print_start
 
     network = dataclasses.replace(NetworkConfig(hidden_sizes=(8,), latent_size=8), **overrides)
     config = TrainConfig(env=env, num_envs=2, batch_size=2, network=network)

@@ -1,4 +1,4 @@
-"""Tests of mz_jax.mcts: scripted networks with values worked out by hand, and legality over pgx games.
+"""Tests of mz_jax.mcts.policies: scripted networks with values worked out by hand, and legality over pgx games.
 
 The scripted networks are plain ``jax.numpy`` functions; their value and reward heads emit the logits of
 a known scalar (``log`` of its categorical target), so the decoded numbers are known exactly.
@@ -21,9 +21,9 @@ import numpy as np
 import pgx
 import pytest
 
-from mz_jax import transforms
-from mz_jax.mcts import SearchConfig, SearchOutput, search
-from mz_jax.search_model import make_recurrent_fn, make_root_fn
+from mz_jax.core import transforms
+from mz_jax.mcts.model import make_recurrent_fn, make_root_fn
+from mz_jax.mcts.policies import SearchConfig, SearchOutput, search
 from mz_jax.types import ModelOutput, MuZeroNetwork
 
 SUPPORT = 3  # 7 bins: h(x) reaches 3 at |x| ≈ 15, far beyond the numbers used here.

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from _tiny import CARTPOLE, NUM_SEEDS
 
-from mz_jax import run
-from mz_jax.agent import Agent, restore_run_state
-from mz_jax.suite import SuiteEntry, entry_config
-from mz_jax.train import make_train
-from mz_jax.workdir import read_metrics
+from mz_jax.run import loop as run
+from mz_jax.run.agent import Agent, restore_run_state
+from mz_jax.run.workdir import read_metrics
+from mz_jax.suite.runner import SuiteEntry, entry_config
+from mz_jax.training.train import make_train
 
 # Seeds and data parallelism together: every device.
 CONFIG = entry_config(SuiteEntry("gymnax:CartPole-v1", overrides=CARTPOLE), num_seeds=1, seed=3)

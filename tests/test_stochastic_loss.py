@@ -2,7 +2,7 @@
 
 The reference quantises the encoder's output by comparing it with its maximum, scales gradients with
 the pseudocode's formula, and encodes targets with textbook formulas; it shares no code with
-``mz_jax.stochastic`` or ``mz_jax.loss``.
+``mz_jax.core.stochastic_loss`` or ``mz_jax.core.loss``.
 """
 
 import functools
@@ -15,7 +15,7 @@ from _hl_gauss import reference_phi_gauss
 from _target_params import assert_target_params_only_encode_targets
 
 from mz_jax import Batch, ModelOutput
-from mz_jax.stochastic import chance_code, make_stochastic_loss_fn
+from mz_jax.core.stochastic_loss import chance_code, make_stochastic_loss_fn
 from mz_jax.types import AfterstateOutput, MuZeroNetwork, StochasticMuZeroNetwork
 
 OBS, ACTIONS, HIDDEN, CHANCE, VALUE_BINS, REWARD_BINS = 3, 4, 5, 3, 11, 7
@@ -295,7 +295,7 @@ def test_masked_out_chance_steps_do_not_train_the_encoder():
 
 
 def test_code_usage_is_the_entropy_of_the_mean_code_and_enters_the_loss_as_a_bonus():
-    from mz_jax.stochastic import code_usage_entropy
+    from mz_jax.core.stochastic_loss import code_usage_entropy
 
     soft = jnp.array([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], [[0.0, 0.0, 1.0], [0.2, 0.2, 0.6]]])
     # The last transition is masked out: the mean of the other three is uniform, entropy log 3.

@@ -9,10 +9,12 @@ import jax
 import numpy as np
 import pytest
 
-from mz_jax import Batch, build, metrics
-from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.mcts import SearchConfig
-from mz_jax.train import make_train
+from mz_jax import Batch
+from mz_jax.config.train import NetworkConfig, TrainConfig
+from mz_jax.mcts.policies import SearchConfig
+from mz_jax.run import metrics
+from mz_jax.training import build
+from mz_jax.training.train import make_train
 from mz_jax.types import StochasticMuZeroNetwork
 
 CONFIG = TrainConfig(

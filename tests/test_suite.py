@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 from _tiny import CARTPOLE, NUM_SEEDS
 
-from mz_jax import cli, suite, suite_opponent
-from mz_jax import workdir as workdir_lib
-from mz_jax.actor import EvalResult
-from mz_jax.metrics import EVAL_RETURN
-from mz_jax.presets import load_preset
-from mz_jax.suite import SUITES, SuiteEntry, entry_config, load_suite
+from mz_jax.cli import main as cli
+from mz_jax.config.presets import load_preset
+from mz_jax.run import workdir as workdir_lib
+from mz_jax.run.metrics import EVAL_RETURN
+from mz_jax.suite import opponent as suite_opponent
+from mz_jax.suite import runner as suite
+from mz_jax.suite.runner import SUITES, SuiteEntry, entry_config, load_suite
+from mz_jax.training.actor import EvalResult
 
 TINY = {
     "num_envs": 4,

@@ -1,4 +1,4 @@
-"""Tests of mz_jax.targets: every expected number is worked out by hand in the comments beside it."""
+"""Tests of mz_jax.core.targets: every expected number is worked out by hand in the comments beside it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mz_jax.targets import make_targets, window_length
+from mz_jax.core.targets import make_targets, window_length
 from mz_jax.types import Batch, Trajectory
 
 NAN = float("nan")
@@ -370,7 +370,7 @@ def _bin_network(support_size: int):
 
 
 def test_refresh_values_replaces_every_row_and_passes_no_gradient():
-    from mz_jax.reanalyse import refresh_values
+    from mz_jax.training.reanalyse import refresh_values
 
     stored = np.full(W, 100.0, np.float32)  # a value no network row gives
     windows = jax.tree.map(

@@ -1,10 +1,10 @@
-"""The tic-tac-toe solver (mz_jax.tic_tac_toe_solver): known counts, hand-solved positions, sampled games."""
+"""The tic-tac-toe solver (mz_jax.suite.tic_tac_toe_solver): known counts, hand-solved positions, sampled games."""
 
 import random
 
 import pytest
 
-from mz_jax import tic_tac_toe_solver
+from mz_jax.suite import tic_tac_toe_solver
 
 
 @pytest.fixture(scope="module")

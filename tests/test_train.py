@@ -13,10 +13,12 @@ import numpy as np
 import optax
 import pytest
 
-from mz_jax import build, iteration, learner, metrics, networks
-from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.mcts import SearchConfig, search
-from mz_jax.train import make_train
+from mz_jax import networks
+from mz_jax.config.train import NetworkConfig, TrainConfig
+from mz_jax.mcts.policies import SearchConfig, search
+from mz_jax.run import metrics
+from mz_jax.training import build, iteration, learner
+from mz_jax.training.train import make_train
 
 CONFIG = TrainConfig(
     env="gymnax:CartPole-v1",

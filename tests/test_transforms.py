@@ -1,4 +1,4 @@
-"""Tests of ``mz_jax.transforms``: h, h⁻¹, the two-hot projection and the categorical decode.
+"""Tests of ``mz_jax.core.transforms``: h, h⁻¹, the two-hot projection and the categorical decode.
 
 Expected values are worked by hand, computed by float64 numpy references written in the textbook form,
 or stated as properties; never computed by the code under test.
@@ -16,7 +16,7 @@ import rlax
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mz_jax import transforms
+from mz_jax.core import transforms
 
 EPS = 1e-3
 FAST = settings(max_examples=50, deadline=None)

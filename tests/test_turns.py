@@ -11,13 +11,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mz_jax import build, make_env
-from mz_jax.build import network_config_for
-from mz_jax.config import NetworkConfig, TrainConfig
-from mz_jax.loss import make_loss_fn
+from mz_jax import make_env
+from mz_jax.config.train import NetworkConfig, TrainConfig
+from mz_jax.core.loss import make_loss_fn
+from mz_jax.core.targets import make_targets
+from mz_jax.mcts.model import make_recurrent_fn
 from mz_jax.networks import mlp_network
-from mz_jax.search_model import make_recurrent_fn
-from mz_jax.targets import make_targets
+from mz_jax.training import build
+from mz_jax.training.build import network_config_for
 from mz_jax.types import Batch, ModelOutput, MuZeroNetwork, Trajectory
 
 # Players to move at rows 0..9: player 0 moves twice, then 1 twice, 0 once, 1 three times, ...
@@ -69,7 +70,7 @@ def _chain(turn_logit: float | None):
     support = 3
 
     def scalar_logits(x):
-        from mz_jax import transforms
+        from mz_jax.core import transforms
 
         return jnp.log(transforms.scalar_to_support(x, support) + 1e-30)
 
@@ -109,7 +110,7 @@ def test_the_search_discount_follows_the_predicted_turn(turn_logit, sign):
 def test_the_backed_up_value_counts_the_next_state_for_the_player_who_moves_there():
     import mctx
 
-    from mz_jax.search_model import make_root_fn
+    from mz_jax.mcts.model import make_root_fn
 
     for turn_logit, expected in ((3.0, 1.5), (-3.0, 0.5)):
         network = _chain(turn_logit)

@@ -1,4 +1,4 @@
-"""Decoupled weight decay in :func:`mz_jax.learner.make_optimizer`, and ``Env.reward_bound``.
+"""Decoupled weight decay in :func:`mz_jax.training.learner.make_optimizer`, and ``Env.reward_bound``.
 
 Expected optimiser updates are computed here in numpy from the published update rules: AdamW
 (Loshchilov & Hutter 2019, Algorithm 2, with Adam's bias-corrected moments of Kingma & Ba 2015) and
@@ -16,8 +16,9 @@ import numpy as np
 import optax
 import pytest
 
-from mz_jax import envs, learner
+from mz_jax import envs
 from mz_jax.envs import Env, gymnax_adapter, list_envs, make_env, pgx_adapter
+from mz_jax.training import learner
 
 PARAMS = {"b": np.array([0.3], np.float32), "w": np.array([0.5, -1.0, 2.0], np.float32)}
 GRADS = [

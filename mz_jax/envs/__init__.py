@@ -159,7 +159,7 @@ def register_env(name: str, factory: Callable[..., Env]) -> None:
     **kwargs)``, for an environment that is neither gymnax nor pgx.
 
     Registration lives in this process only: import the module that registers before
-    :func:`mz_jax.train.make_train` runs, in every process of a multi-host run. Registering a name
+    :func:`mz_jax.training.train.make_train` runs, in every process of a multi-host run. Registering a name
     again replaces its factory.
 
     Args:

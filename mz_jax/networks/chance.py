@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from mz_jax import validation
+from mz_jax.core import validation
 from mz_jax.networks.layers import ZEROS, DenseTorso, ProjectionMlp, normalize_hidden
 from mz_jax.networks.pure import Params, check_array_shape, check_key, check_shape
 from mz_jax.types import AfterstateOutput, Array, ModelOutput, StochasticMuZeroNetwork

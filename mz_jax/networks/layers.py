@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from mz_jax.ops import min_max_normalize
+from mz_jax.core.ops import min_max_normalize
 from mz_jax.types import Array
 
 ZEROS = nnx.initializers.zeros_init()

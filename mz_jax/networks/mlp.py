@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from mz_jax import validation
+from mz_jax.core import validation
 from mz_jax.networks.layers import (
     ZEROS,
     DenseTorso,

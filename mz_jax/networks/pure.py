@@ -6,7 +6,7 @@ keys, ``nnx.Param`` values only), which ``jax.grad``, optax and orbax take like 
 returned functions ``nnx.merge`` the graph with the given parameters at trace time, so they run
 under plain ``jax.jit``, ``jax.grad``, ``jax.vmap`` and ``jax.lax.scan``.
 
-Also here: the checks of the factories' arguments that are no field of :data:`mz_jax.validation.RULES`
+Also here: the checks of the factories' arguments that are no field of :data:`mz_jax.core.validation.RULES`
 (observation shape, dtype, key), the trace-time checks of the inputs, and :func:`count_params`.
 """
 
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from mz_jax import validation
+from mz_jax.core import validation
 from mz_jax.types import Array, ModelOutput, MuZeroNetwork
 
 Params = dict[str, Any]

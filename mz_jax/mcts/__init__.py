@@ -1,0 +1,19 @@
+"""Search on a learned model with mctx: :func:`search` (MuZero and Gumbel MuZero, with chance nodes
+for Stochastic MuZero), the model as mctx's ``root_fn`` and ``recurrent_fn``, and the MCTS baseline
+that searches the true game of a board environment (``mcts:N``).
+
+Named ``mcts`` because ``mz_jax.search`` is the search function itself.
+"""
+
+from mz_jax.mcts import baseline, chance_gumbel, model, policies
+from mz_jax.mcts.policies import SearchConfig, SearchOutput, search
+
+__all__ = [
+    "SearchConfig",
+    "SearchOutput",
+    "baseline",
+    "chance_gumbel",
+    "model",
+    "policies",
+    "search",
+]

@@ -1,0 +1,116 @@
+"""The start of a training run (:func:`mz_jax.run.loop.run_training`), before its first iteration.
+
+:func:`open_run` checks the workdir (free space, the configuration it saved) and restores its newest
+good checkpoint; :func:`print_start` says what the run is and how it starts (afresh, resumed, with a
+changed configuration); :func:`close_quietly` closes what a start that failed had opened, without
+hiding its error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from mz_jax.config.train import TrainConfig
+from mz_jax.networks import count_params
+from mz_jax.run import checkpoint as checkpoint_lib
+from mz_jax.run.workdir import check_config, check_workdir
+from mz_jax.training.build import network_kind
+from mz_jax.training.train import Trainer
+
+
+def open_run(
+    config: TrainConfig, trainer: Trainer, workdir: Path, *, allow_config_change: bool
+) -> tuple[checkpoint_lib.Checkpointer, tuple | None, list[str]]:
+    """Checks the workdir and ``config`` against the one it saved, and restores the newest
+    checkpoint: ``(checkpointer, restored or None, changed fields)``."""
+    check_workdir(workdir, required_bytes=checkpoint_lib.state_nbytes(trainer.abstract_state))
+    changed = check_config(workdir, config, allow_config_change=allow_config_change)
+    checkpointer = checkpoint_lib.Checkpointer(
+        workdir, keep_last=config.keep_checkpoints, keep_every=config.keep_checkpoint_every
+    )
+    try:
+        restored = checkpointer.restore_latest(trainer.abstract_state)
+    except BaseException:
+        checkpointer.close()
+        raise
+    return checkpointer, restored, changed
+
+
+def print_start(
+    config: TrainConfig,
+    trainer: Trainer,
+    params: Any,
+    workdir: Path,
+    *,
+    resumed: tuple[int, int, int] | None,
+    created_config: bool,
+    changed: list[str],
+) -> None:
+    """Prints the run's environment, devices, network, replay and search, then how it starts:
+    resumed from a checkpoint (``resumed``: its iteration, update and env step), afresh over a
+    config.json a stopped start left (not ``created_config``), with the ``changed`` fields."""
+    num_params = count_params(params) // config.num_seeds
+    components = trainer.components
+    kind = network_kind(components.network_config, components.env)
+    replay_mb = trainer.bytes_per_transition * config.replay_capacity * config.num_seeds / 2**20
+    seeds_times = f" x {config.num_seeds} seeds" if config.num_seeds > 1 else ""
+    print(
+        f"mz_jax: {config.env} | {len(trainer.mesh.devices.flat)} device(s) "
+        f"({jax.default_backend()}, {jax.process_count()} process(es)) | network {kind} "
+        f"{num_params:,} parameters | replay {config.replay_capacity:,} transitions x "
+        f"{trainer.bytes_per_transition} bytes{seeds_times} = {replay_mb:.1f} MiB | search "
+        f"{trainer.search_config.policy} x {trainer.search_config.num_simulations} simulations"
+        + (f" | {config.num_seeds} seeds in one program" if config.num_seeds > 1 else ""),
+        flush=True,
+    )
+    if kind == "resnet" and jax.default_backend() == "cpu":
+        print(
+            "note: a ResNet is slow on a CPU (network.kind 'auto' picks one for image "
+            "observations): the breakout_minatar preset takes about 9 hours per 1M env steps on "
+            "two cores, its MLP version breakout_minatar_mlp 21 to 42 minutes; --network.kind "
+            "mlp trains on the flattened image",
+            flush=True,
+        )
+    if resumed is not None:
+        iteration, updates, env_steps = resumed
+        print(
+            f"resumed from checkpoint {iteration} (iteration {iteration}, update "
+            f"{updates}, env step {env_steps:,})",
+            flush=True,
+        )
+    elif not created_config:
+        print(
+            f"{workdir} holds a config.json but no checkpoint (a start stopped before its "
+            "first checkpoint): starting from the beginning",
+            flush=True,
+        )
+    if changed:
+        print(_changes_message(config, changed), flush=True)
+
+
+def _changes_message(config: TrainConfig, changed: list[str]) -> str:
+    """What a resume with a changed configuration changes, in one line."""
+    message = f"resuming with a changed configuration: {'; '.join(changed)}"
+    length_changed = any(change.startswith("total_env_steps:") for change in changed)
+    temperatures = {t for _, t in config.temperature_schedule}
+    beta_start, beta_end = config.priority_beta
+    if length_changed and (
+        len(temperatures) > 1 or beta_start != beta_end or config.random_action_anneal is not None
+    ):
+        message += (
+            " (temperature_schedule and the priority_beta and random_action_anneal annealing are "
+            "fractions of total_env_steps: they follow the new length from here on)"
+        )
+    return message
+
+
+def close_quietly(*resources) -> None:
+    """Closes ``resources`` while another error is on its way up (which theirs must not hide)."""
+    for resource in resources:
+        try:
+            resource.close()
+        except Exception:
+            pass

@@ -1,0 +1,383 @@
+"""``build(config)``: a :class:`~mz_jax.TrainConfig` made into everything a run needs, once.
+
+Training (:func:`mz_jax.make_train`), :class:`~mz_jax.Agent`, ``mz-jax eval``, the suite and the
+benchmarks all start here, so each of them acts, searches and learns exactly as training does:
+
+::
+
+    components = mz_jax.training.build(config)
+    params = components.init_params(jax.random.key(0))     # the one compiled parameter init
+    loss, aux = components.loss_fn(params, batch)
+
+Nothing is compiled and no parameter is drawn until ``init_params`` is called. Fields derived from the
+environment are derived here: the search's discount is the training discount and whether the game
+is two-player comes from the environment; a value set by the user that disagrees is an error, never
+silently replaced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import optax
+
+from mz_jax import networks
+from mz_jax.config.network import NetworkConfig
+from mz_jax.config.train import TrainConfig
+from mz_jax.core import transforms
+from mz_jax.core.loss import LossFn, make_loss_fn
+from mz_jax.core.stochastic_loss import make_stochastic_loss_fn
+from mz_jax.core.validation import fail
+from mz_jax.envs import (
+    GYMNAX_PREFIX,
+    PGX_PREFIX,
+    Env,
+    gymnax_adapter,
+    make_env,
+    pgx_adapter,
+    repeat_action,
+)
+from mz_jax.mcts.policies import SearchConfig
+from mz_jax.training import augment, learner
+from mz_jax.types import Array, MuZeroNetwork, Params, StochasticMuZeroNetwork
+
+
+@dataclasses.dataclass(frozen=True)
+class Components:
+    """Everything a run of ``config`` uses; plain Python objects and pure functions.
+
+    Attributes:
+      config: the configuration they were built from.
+      network_config: ``config.network`` with its derived fields set (the support sizes).
+      env: the training environment.
+      network: the MuZero network's pure functions.
+      init_params: ``init_params(key) -> params``, one compiled program drawing every initial
+        parameter.
+      search_config: ``config.search`` with its derived fields set (discount, two_player).
+      loss_fn: ``loss_fn(params, batch) -> (loss, LossAux)`` (:func:`mz_jax.make_loss_fn`).
+      schedule: the learning rate as a function of the updates applied.
+      optimizer: clipping, Adam or SGD on ``schedule``, skipping non-finite updates.
+      unroll_learner: ``config.unroll_learner`` resolved (:func:`unrolls_learner`): whether the
+        loss's model steps and an iteration's updates are traced as straight-line code, without
+        the conditional that skips the updates until the replay is ready.
+    """
+
+    config: TrainConfig
+    network_config: NetworkConfig
+    env: Env
+    network: MuZeroNetwork | StochasticMuZeroNetwork
+    init_params: Callable[[Array], Params]
+    search_config: SearchConfig
+    loss_fn: LossFn
+    schedule: optax.Schedule
+    optimizer: optax.GradientTransformation
+    unroll_learner: bool
+
+
+def make_run_env(config: TrainConfig) -> Env:
+    """The environment a run of ``config`` acts in: ``config.env`` with its time limit, each action
+    repeated ``config.action_repeat`` times.
+
+    Raises:
+      ValueError: an unknown environment, or ``action_repeat`` > 1 for a two-player game.
+    """
+    env = make_env(config.env, max_episode_steps=config.max_episode_steps)
+    if config.action_repeat > 1 and env.num_players != 1:
+        raise ValueError(
+            f"'action_repeat' = {config.action_repeat} is invalid for {env.name}: allowed 1 for a "
+            f"two-player game (its players take turns between actions)"
+        )
+    return repeat_action(env, config.action_repeat)
+
+
+def build(config: TrainConfig, *, unroll: int | bool | None = None) -> Components:
+    """The components of a run of ``config``.
+
+    Args:
+      config: the run's configuration (validated when it was made).
+      unroll: the ``lax.scan`` unroll of the model in the loss (see :func:`mz_jax.make_loss_fn`);
+        None: as :func:`unrolls_learner` resolves ``config.unroll_learner`` (all K steps as
+        straight-line code, or one loop body).
+
+    Raises:
+      ValueError: an unknown environment, a network that does not fit its observations, or a search
+        field that disagrees with the environment.
+    """
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a mz_jax.TrainConfig; got {type(config).__name__}")
+    env = make_run_env(config)
+    unroll_learner = unrolls_learner(config, env)
+    if unroll is None:
+        unroll = True if unroll_learner else 1
+    if config.augment_reflection:
+        check_reflection(config, env)
+    network_config = network_config_for(config, env)
+    if network_config.num_chance_outcomes is not None:
+        check_stochastic(config, env)
+    network, init_params = make_network(
+        network_config, env, projection=config.consistency_loss_weight > 0
+    )
+    if network_config.num_chance_outcomes is None:
+        loss_fn = make_loss_fn(
+            network,
+            value_loss_weight=config.value_loss_weight,
+            reward_loss_weight=config.reward_loss_weight,
+            weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
+            hidden_grad_scale=config.hidden_grad_scale,
+            consistency_loss_weight=config.consistency_loss_weight,
+            value_target_sigma=config.value_target_sigma,
+            unroll=unroll,
+        )
+    else:
+        loss_fn = make_stochastic_loss_fn(
+            network,
+            value_loss_weight=config.value_loss_weight,
+            reward_loss_weight=config.reward_loss_weight,
+            commitment_loss_weight=config.commitment_loss_weight,
+            weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
+            hidden_grad_scale=config.hidden_grad_scale,
+            consistency_loss_weight=config.consistency_loss_weight,
+            code_usage_weight=config.code_usage_weight,
+            value_target_sigma=config.value_target_sigma,
+            straight_through=config.chance_straight_through,
+            chance_outcome=env.chance_outcome if config.chance_codes == "environment" else None,
+            unroll=unroll,
+        )
+    schedule = learner.make_schedule(
+        learning_rate=config.learning_rate,
+        warmup_updates=config.warmup_updates,
+        decay_updates=config.decay_updates,
+    )
+    return Components(
+        config=config,
+        network_config=network_config,
+        env=env,
+        network=network,
+        init_params=init_params,
+        search_config=search_config_for(config, env),
+        loss_fn=loss_fn,
+        schedule=schedule,
+        optimizer=learner.make_optimizer(
+            optimizer=config.optimizer,
+            learning_rate=schedule,
+            momentum=config.momentum,
+            max_grad_norm=config.max_grad_norm,
+            weight_decay=config.weight_decay if config.decoupled_weight_decay else 0.0,
+        ),
+        unroll_learner=unroll_learner,
+    )
+
+
+def network_kind(config: NetworkConfig, env: Env) -> str:
+    """``config.kind`` with ``'auto'`` resolved: ``'resnet'`` for image observations, else ``'mlp'``."""
+    if config.kind != "auto":
+        return config.kind
+    return "resnet" if len(env.observation_shape) == 3 else "mlp"
+
+
+def unrolls_learner(config: TrainConfig, env: Env) -> bool:
+    """``config.unroll_learner``, or where it is None whether the network has convolutions (the
+    ResNet, or the MLP with ``conv_channels``): their gradients inside a loop or a conditional
+    run about 10x slower on a CPU than in straight-line code."""
+    if config.unroll_learner is not None:
+        return config.unroll_learner
+    return network_kind(config.network, env) == "resnet" or config.network.conv_channels is not None
+
+
+def check_reflection(config: TrainConfig, env: Env) -> None:
+    """Refuses ``augment_reflection`` where ``env`` has no mirror symmetry, or an invalid one."""
+    if env.reflection is None:
+        known = [GYMNAX_PREFIX + name for name in gymnax_adapter.REFLECTIONS]
+        known += [PGX_PREFIX + name for name in pgx_adapter.REFLECTIONS]
+        fail(
+            "augment_reflection",
+            config.augment_reflection,
+            f"False for {env.name}, which has no mirror symmetry written down (Env.reflection; "
+            f"these have one: {', '.join(known)})",
+        )
+    augment.check_reflection(env.reflection, env.num_actions, env.name)
+
+
+def check_stochastic(config: TrainConfig, env: Env) -> None:
+    """Refuses what Stochastic MuZero (``network.num_chance_outcomes``) does not combine with, and
+    ``chance_codes="environment"`` where ``env`` names no outcomes or more than the network has."""
+    chance = f"with network.num_chance_outcomes = {config.network.num_chance_outcomes}"
+    if config.network.value_prefix_horizon is not None:
+        fail("network.value_prefix_horizon", config.network.value_prefix_horizon, f"None {chance}")
+    if config.chance_codes == "environment":
+        if env.chance_outcome is None:
+            fail(
+                "chance_codes",
+                config.chance_codes,
+                f"'learned' for {env.name}, which does not name its chance outcomes (pgx:2048 "
+                "and pgx:backgammon do; an action_repeat above 1 does not)",
+            )
+        if config.network.num_chance_outcomes < env.num_chance_outcomes:
+            fail(
+                "network.num_chance_outcomes",
+                config.network.num_chance_outcomes,
+                f"an integer >= {env.num_chance_outcomes} with chance_codes='environment': "
+                f"{env.name} names {env.num_chance_outcomes} outcomes",
+            )
+
+
+def search_config_for(config: TrainConfig, env: Env) -> SearchConfig:
+    """``config.search`` with the discount of training and the environment's number of players."""
+    two_player = env.num_players == 2
+    if config.search.two_player not in (None, two_player):
+        fail(
+            "search.two_player",
+            config.search.two_player,
+            f"None or {two_player} ({env.name} has {env.num_players} player(s))",
+        )
+    return dataclasses.replace(config.search, discount=config.discount, two_player=two_player)
+
+
+def return_bound(env: Env, discount: float) -> float | None:
+    """The largest |return| (and so |value|) ``env`` can give at ``discount``, or None where it
+    has no bound: the reward bound times the discounted length of the longest episode, or the
+    environment's own ``return_bound`` where that is smaller (games scored once, at the end)."""
+    bounds = [env.return_bound]
+    if env.reward_bound is not None:
+        steps = env.max_episode_steps
+        if steps is not None:
+            length = steps if discount >= 1.0 else (1.0 - discount**steps) / (1.0 - discount)
+            bounds.append(env.reward_bound * length)
+        elif discount < 1.0:
+            bounds.append(env.reward_bound / (1.0 - discount))
+    known = [float(b) for b in bounds if b is not None]
+    return min(known) if known else None
+
+
+def network_config_for(config: TrainConfig, env: Env) -> NetworkConfig:
+    """``config.network`` with support sizes that represent the returns and rewards of ``env``:
+    derived where None (at least 10, today's MuZero default), checked where set; and
+    ``predict_turn`` derived where None (True where ``env.repeats_player``)."""
+    network = config.network
+    horizon = network.value_prefix_horizon or 1
+    reward_bound = None if env.reward_bound is None else env.reward_bound * horizon
+    bounds = {
+        "value_support_size": (return_bound(env, config.discount), "returns"),
+        "reward_support_size": (reward_bound, "value prefixes" if horizon > 1 else "rewards"),
+    }
+    sizes = {}
+    for name, (bound, what) in bounds.items():
+        size = getattr(network, name)
+        if bound is None:
+            if size is None:
+                fail(
+                    f"network.{name}",
+                    None,
+                    f"an integer >= 1: {env.name} states no bound on its {what} at discount "
+                    f"{config.discount}, so the support cannot be sized for it",
+                )
+            sizes[name] = size
+            continue
+        needed = transforms.support_size_for(bound, minimum=1)
+        if size is not None and size < needed:
+            fail(
+                f"network.{name}",
+                size,
+                f"None (sized automatically) or an integer >= {needed}: the {what} of {env.name} "
+                f"at discount {config.discount} reach {bound:.4g}, and a support [-{size}, {size}] "
+                f"represents at most {float(transforms.h_inv(size)):.4g}",
+            )
+        sizes[name] = size if size is not None else max(needed, 10)
+    predict_turn = network.predict_turn
+    if predict_turn is None:
+        predict_turn = env.repeats_player
+    elif predict_turn and env.num_players != 2:
+        fail(
+            "network.predict_turn",
+            predict_turn,
+            f"None or False for {env.name}, a single-player environment (turns are for two-player "
+            "games)",
+        )
+    return dataclasses.replace(network, **sizes, predict_turn=predict_turn)
+
+
+def make_network(
+    config: NetworkConfig, env: Env, *, projection: bool = False
+) -> tuple[MuZeroNetwork | StochasticMuZeroNetwork, Callable[[Array], Params]]:
+    """The network of ``config`` for ``env``'s observations and actions, and its ``init(key)``.
+
+    The support sizes of ``config`` must be set (see :func:`network_config_for`); ``projection``
+    adds the projection network and head of the consistency loss. With
+    ``config.num_chance_outcomes`` it is a Stochastic MuZero network of the same kind
+    (:func:`mz_jax.networks.stochastic_mlp_network` or
+    :func:`mz_jax.networks.stochastic_resnet_network`)."""
+    kind = network_kind(config, env)
+    if kind == "resnet" and len(env.observation_shape) != 3:
+        fail(
+            "network.kind",
+            "resnet",
+            f"'mlp' for {env.name}: 'resnet' needs image observations [H, W, C], and it observes "
+            f"shape {env.observation_shape}",
+        )
+    if config.conv_channels is not None and (kind != "mlp" or config.num_chance_outcomes):
+        fail(
+            "network.conv_channels",
+            config.conv_channels,
+            "None here: the convolution is part of the deterministic MLP network (network.kind "
+            f"'mlp' without num_chance_outcomes); this is kind {kind!r}"
+            + (" with chance outcomes" if config.num_chance_outcomes else ""),
+        )
+    if config.conv_channels is not None and len(env.observation_shape) != 3:
+        fail(
+            "network.conv_channels",
+            config.conv_channels,
+            f"None for {env.name}, whose observations have shape {env.observation_shape}: the "
+            "convolution needs image observations [H, W, C]",
+        )
+    if config.observation_scale is not None:
+        if kind != "mlp" or config.num_chance_outcomes:
+            fail(
+                "network.observation_scale",
+                config.observation_scale,
+                "None here: the scale is part of the deterministic MLP network (network.kind "
+                f"'mlp' without num_chance_outcomes); this is kind {kind!r}"
+                + (" with chance outcomes" if config.num_chance_outcomes else ""),
+            )
+        features = math.prod(env.observation_shape)
+        if len(config.observation_scale) != features:
+            fail(
+                "network.observation_scale",
+                config.observation_scale,
+                f"None or {features} numbers > 0 for {env.name}, one per feature of its "
+                f"observations of shape {env.observation_shape}",
+            )
+    common = dict(
+        observation_shape=env.observation_shape,
+        num_actions=env.num_actions,
+        value_support_size=config.value_support_size,
+        reward_support_size=config.reward_support_size,
+        projection_size=config.projection_size if projection else None,
+        predict_turn=bool(config.predict_turn),
+    )
+    mlp = dict(
+        hidden_sizes=config.hidden_sizes,
+        latent_size=config.latent_size,
+        observation_layer_norm=config.observation_layer_norm,
+    )
+    resnet = dict(
+        channels=config.channels, num_blocks=config.num_blocks, downsample=config.downsample
+    )
+    if config.num_chance_outcomes is not None:
+        # No value prefix here: check_stochastic refuses it.
+        chance = dict(num_chance_outcomes=config.num_chance_outcomes, **common)
+        if kind == "mlp":
+            return networks.stochastic_mlp_network(**mlp, **chance)
+        return networks.stochastic_resnet_network(**resnet, **chance)
+    deterministic = dict(
+        value_prefix_horizon=config.value_prefix_horizon, lstm_size=config.lstm_size, **common
+    )
+    if kind == "mlp":
+        return networks.mlp_network(
+            **mlp,
+            **deterministic,
+            conv_channels=config.conv_channels,
+            observation_scale=config.observation_scale,
+        )
+    return networks.resnet_network(**resnet, **deterministic)
