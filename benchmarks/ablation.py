@@ -42,7 +42,7 @@ from learning import LAST_WINDOW, STABILITY_WINDOW, first_on_target, last_mean, 
 from mz_jax import TrainConfig
 from mz_jax.config.presets import load_preset
 from mz_jax.run.loop import run_training
-from mz_jax.suite.results import evaluation_curves
+from mz_jax.run.records import evaluation_curves
 from mz_jax.training.build import make_run_env
 
 

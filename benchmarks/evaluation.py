@@ -1,4 +1,4 @@
-"""Milliseconds per greedy evaluation (``mz_jax.training.actor.evaluate``), when episodes end early and when
+"""Milliseconds per greedy evaluation (``mz_jax.training.evaluate.evaluate``), when episodes end early and when
 they last the whole budget.
 
 ``evaluate`` stops stepping once every episode has ended. An untrained CartPole agent's episodes end
@@ -24,7 +24,7 @@ from common import machine_description, print_table
 from mz_jax import networks
 from mz_jax.envs import make_env
 from mz_jax.mcts.policies import SearchConfig
-from mz_jax.training import actor
+from mz_jax.training import evaluate as evaluate_lib
 
 
 def without_episode_ends(env):
@@ -65,7 +65,7 @@ def main() -> None:
         ("CartPole-v1 without episode ends", without_episode_ends(env)),
     ):
         evaluate = jax.jit(
-            lambda key, e=evaluated: actor.evaluate(
+            lambda key, e=evaluated: evaluate_lib.evaluate(
                 params,
                 key,
                 env=e,

@@ -40,7 +40,7 @@ from mz_jax.core.stochastic_loss import STRAIGHT_THROUGH
 from mz_jax.envs.toy import START
 from mz_jax.run.agent import Agent
 from mz_jax.run.loop import run_training
-from mz_jax.suite.results import evaluation_curves
+from mz_jax.run.records import evaluation_curves
 
 OPTIMAL = 0.99  # a greedy evaluation this high gambles and plays the coin's side in every episode
 MODELS = ("muzero", "commitment", "consistency", "momentum")

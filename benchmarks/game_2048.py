@@ -28,7 +28,7 @@ from common import machine_description, print_table
 
 from mz_jax.envs import Env, make_env
 from mz_jax.run.agent import Agent
-from mz_jax.run.workdir import read_config
+from mz_jax.run.resume import read_config
 
 ENV = "pgx:2048"
 TILES = (256, 512, 1024, 2048)

@@ -41,8 +41,8 @@ from mz_jax.config.presets import load_preset
 from mz_jax.run.loop import run_training
 from mz_jax.run.metrics import EVAL_RETURN
 from mz_jax.run.plots import save_curve
-from mz_jax.run.workdir import read_config, read_metrics
-from mz_jax.suite.results import evaluation_curves
+from mz_jax.run.records import evaluation_curves, read_metrics
+from mz_jax.run.resume import read_config
 
 STABILITY_WINDOW = 10
 """Evaluations after the first one on target that the stability column counts."""

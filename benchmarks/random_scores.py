@@ -1,4 +1,4 @@
-"""The uniformly random policy's mean return on every environment of ``mz_jax/data/reference_scores.json``.
+"""The uniformly random policy's mean return on every environment of ``mz_jax/suite/reference_scores.json``.
 
 These are the ``random`` ends of the normalisation ``(score - random) / (reference - random)`` that
 ``mz_jax.suite.report`` applies to a suite's final returns. Each environment is made with
@@ -6,7 +6,7 @@ These are the ``random`` ends of the normalisation ``(score - random) / (referen
 as one compiled ``lax.while_loop`` over a ``vmap`` of environments, picking uniformly among the legal
 actions at every step.
 
-Two-player games follow the protocol of ``mz_jax.training.actor.evaluate(..., opponent="random")``: the
+Two-player games follow the protocol of ``mz_jax.training.evaluate.evaluate(..., opponent="random")``: the
 scored player (the "agent", here random too) moves first in the first half of the games and second
 in the other half, and its return is the game result from its side (+1 win, 0 draw, -1 loss). Both
 seats are played by the same policy, so the expected mean over both halves is exactly 0; the table

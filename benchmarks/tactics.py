@@ -36,7 +36,7 @@ from mz_jax.core.transforms import logits_to_scalar
 from mz_jax.envs.base import select_tree
 from mz_jax.envs.pgx_adapter import pgx_game
 from mz_jax.run.agent import Agent
-from mz_jax.run.workdir import read_config
+from mz_jax.run.resume import read_config
 
 GAMES = ("pgx:tic_tac_toe", "pgx:connect_four")
 

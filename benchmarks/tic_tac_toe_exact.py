@@ -32,7 +32,7 @@ from fractions import Fraction
 from common import machine_description, print_table
 
 from mz_jax.run.agent import Agent
-from mz_jax.run.workdir import read_config
+from mz_jax.run.resume import read_config
 from mz_jax.suite.tic_tac_toe_solver import (
     CROSS,
     EMPTY,

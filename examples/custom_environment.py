@@ -24,7 +24,7 @@ from mz_jax.config.train import NetworkConfig
 from mz_jax.envs import Env, EnvState, TimeStep, make_env, register_env
 from mz_jax.mcts.policies import SearchConfig
 from mz_jax.run.loop import run_training
-from mz_jax.run.workdir import read_metrics
+from mz_jax.run.records import read_metrics
 
 LEFT, RIGHT = 0, 1
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from mz_jax.config.overrides import config_differences, config_to_dict
 from mz_jax.config.presets import load_preset
-from mz_jax.run.workdir import config_differences, config_to_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 ablation = pytest.importorskip("ablation")

@@ -12,6 +12,7 @@ from mz_jax import networks
 from mz_jax.envs import make_env
 from mz_jax.mcts.policies import SearchConfig
 from mz_jax.training import actor
+from mz_jax.training import evaluate as evaluate_lib
 
 TIME_LIMIT, NUM_ENVS, NUM_STEPS = 5, 3, 12
 
@@ -118,7 +119,7 @@ def test_rollout_is_deterministic_for_a_key(setup):
 def test_evaluation_plays_one_greedy_episode_per_environment(setup):
     env, network, params, config, _ = setup
     result = jax.jit(
-        lambda key: actor.evaluate(
+        lambda key: evaluate_lib.evaluate(
             params,
             key,
             env=env,
@@ -146,7 +147,7 @@ def test_evaluation_stops_stepping_once_every_episode_has_ended(setup):
 
     def evaluate(max_steps):
         steps.clear()
-        result = actor.evaluate(
+        result = evaluate_lib.evaluate(
             params,
             jax.random.key(0),
             env=counting_env,
@@ -184,7 +185,7 @@ def test_evaluation_against_a_random_player_in_both_seats():
         reward_support_size=3,
     )
     config = SearchConfig(num_simulations=2, two_player=True, discount=1.0)
-    result = actor.evaluate(
+    result = evaluate_lib.evaluate(
         params,
         jax.random.key(1),
         env=env,
@@ -198,7 +199,7 @@ def test_evaluation_against_a_random_player_in_both_seats():
     assert set(np.unique(result.episode_return)) <= {-1.0, 0.0, 1.0}
     assert np.all((result.episode_length >= 5) & (result.episode_length <= 9))
     with pytest.raises(ValueError, match="two-player"):
-        actor.evaluate(
+        evaluate_lib.evaluate(
             params,
             jax.random.key(1),
             env=make_env("gymnax:CartPole-v1"),

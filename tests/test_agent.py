@@ -13,9 +13,10 @@ import pytest
 
 from mz_jax import NetworkConfig, SearchConfig, TrainConfig
 from mz_jax.cli.main import main
+from mz_jax.config.overrides import config_from_dict
 from mz_jax.run.agent import Agent
 from mz_jax.run.loop import run_training
-from mz_jax.run.workdir import config_from_dict, read_config
+from mz_jax.run.resume import read_config
 
 NUM_CELLS = 9
 BATCH = 64

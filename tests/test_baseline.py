@@ -268,7 +268,7 @@ def test_an_untrained_agent_loses_to_mcts(untrained_agent):
 
 def test_cli_evaluates_against_mcts(untrained_agent, tmp_path, monkeypatch, capsys):
     # The agent stands in for a restored run; its compiled evaluation is the test above's.
-    monkeypatch.setattr("mz_jax.run.workdir.read_config", lambda workdir: TIC_TAC_TOE)
+    monkeypatch.setattr("mz_jax.run.resume.read_config", lambda workdir: TIC_TAC_TOE)
     monkeypatch.setattr(Agent, "restore", lambda *args, **kwargs: untrained_agent)
     argv = ["eval", "--workdir", str(tmp_path), "--episodes", "8", "--opponent", "mcts:200"]
     assert main([*argv, "--seed", "2"]) == 0

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from mz_jax.config import overrides as overrides_lib
 from mz_jax.run import checkpoint as checkpoint_lib
 from mz_jax.run import workdir as workdir_lib
 from mz_jax.run.checkpoint import Checkpointer, CheckpointError
@@ -261,7 +262,7 @@ def test_digest_covers_every_leaf():
 def test_config_differences_lists_nested_fields():
     saved = {"discount": 0.997, "network": {"latent_size": 64, "kind": "mlp"}, "seed": 0}
     now = {"discount": 0.99, "network": {"latent_size": 32, "kind": "mlp"}, "seed": 0}
-    assert workdir_lib.config_differences(saved, now) == [
+    assert overrides_lib.config_differences(saved, now) == [
         "discount: 0.997 -> 0.99",
         "network.latent_size: 64 -> 32",
     ]

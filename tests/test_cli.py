@@ -16,7 +16,7 @@ from mz_jax.cli.main import default_workdir, main
 from mz_jax.config.presets import PresetError, list_presets, load_preset
 from mz_jax.envs import make_env
 from mz_jax.run.metrics import EVAL_RETURN, LOSS, UPDATES
-from mz_jax.run.workdir import read_metrics
+from mz_jax.run.records import read_metrics
 from mz_jax.training.train import make_train
 
 PRESETS = (

@@ -36,7 +36,8 @@ from mz_jax.run import checkpoint as checkpoint_lib
 from mz_jax.run import loop as run_lib
 from mz_jax.run.agent import Agent
 from mz_jax.run.logger import MetricsLogger, MetricsWriteError
-from mz_jax.run.workdir import check_config, read_metrics
+from mz_jax.run.records import read_metrics
+from mz_jax.run.resume import check_config
 from mz_jax.training.train import make_train
 
 README = Path(__file__).parent.parent / "README.md"

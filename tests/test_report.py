@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mz_jax.cli.main import main
-from mz_jax.run import plots
+from mz_jax.run import plots, records
 from mz_jax.run.metrics import EVAL_RETURN, LOSS, TRAIN_RETURN
 from mz_jax.run.workdir import sanitise
 from mz_jax.suite import aggregate, report
@@ -250,7 +250,7 @@ def test_environment_without_reference_is_listed_not_normalised(suite_dir):
 
 
 def test_evaluation_curves_per_seed(suite_dir):
-    curves = suite_results.evaluation_curves(suite_dir / "gymnax_CartPole-v1")
+    curves = records.evaluation_curves(suite_dir / "gymnax_CartPole-v1")
     assert sorted(curves) == [0, 1, 2]
     assert curves[1].env_steps.tolist() == [1000, 2000]  # the "nan" at 3000 is skipped
     assert curves[1].returns.tolist() == [21.0, 200.0]
@@ -266,11 +266,11 @@ def test_evaluation_curves_single_seed_and_repeated_steps(tmp_path):
         json.dumps({"env_steps": 2000, EVAL_RETURN: 3.0}),
     ]
     _write_metrics(tmp_path / "run", lines)
-    curves = suite_results.evaluation_curves(tmp_path / "run", default_seed=7)
+    curves = records.evaluation_curves(tmp_path / "run", default_seed=7)
     assert list(curves) == [7]
     assert curves[7].env_steps.tolist() == [1000, 2000]
     assert curves[7].returns.tolist() == [0.5, 3.0]
-    assert suite_results.evaluation_curves(tmp_path / "missing") == {}
+    assert records.evaluation_curves(tmp_path / "missing") == {}
 
 
 def test_learning_curve_of_a_multi_seed_run(tmp_path):
@@ -376,7 +376,7 @@ def test_sanitise():
 
 
 def test_shipped_reference_scores_cover_the_suites():
-    data_file = Path(aggregate.__file__).parent / "data" / "reference_scores.json"
+    data_file = Path(aggregate.__file__).parent / "reference_scores.json"
     raw = json.loads(data_file.read_text())["environments"]
     names = [name for suite in SUITES.values() for name in suite]
     assert sorted(raw) == sorted(names)

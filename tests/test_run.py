@@ -25,12 +25,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import _crash_worker
 
+from mz_jax.config import overrides as overrides_lib
 from mz_jax.config.train import TrainConfig
 from mz_jax.run import checkpoint as checkpoint_lib
 from mz_jax.run import loop as run
+from mz_jax.run import records as records_lib
+from mz_jax.run import resume as resume_lib
 from mz_jax.run import workdir as workdir_lib
-from mz_jax.run.workdir import read_metrics
-from mz_jax.training import actor as actor_lib
+from mz_jax.run.records import read_metrics
+from mz_jax.training import evaluate as evaluate_lib
 from mz_jax.training.train import make_train
 
 WORKER = Path(__file__).parent / "_crash_worker.py"
@@ -150,7 +153,7 @@ def test_killed_run_resumes_bit_identically(tmp_path):
         assert part in paths
     assert actual_meta["sha256"] == expected_meta["sha256"]
     assert actual_meta["updates"] == ITERATIONS - FIRST_UPDATE_ITERATION + 1
-    assert actual_meta["config"] == workdir_lib.config_to_dict(
+    assert actual_meta["config"] == overrides_lib.config_to_dict(
         _crash_worker.tiny_config(ITERATIONS)
     )
     # The metrics tell the same story: one record per iteration, the redone ones not repeated.
@@ -266,7 +269,7 @@ def test_evaluation_episodes_that_outlast_eval_max_steps_are_logged_and_noted_on
     tmp_path, monkeypatch, shared_trainer, capsys, completed
 ):
     # An evaluation whose middle two episodes had not ended (a board game cut before its end).
-    result = actor_lib.EvalResult(
+    result = evaluate_lib.EvalResult(
         episode_return=jnp.array([1.0, 0.0, 0.0, 3.0]),
         episode_length=jnp.array([5, 9, 9, 7]),
         completed=jnp.array(completed),
@@ -369,18 +372,18 @@ def test_resuming_forgets_the_metrics_of_iterations_it_redoes(tmp_path):
     lines = [json.dumps({"step": i, "env_steps": 8 * i, "loss": 1.0 / i}) for i in range(1, 6)]
     torn = '{"step": 6, "env_steps": 48, "lo'  # a kill in mid-write
     (tmp_path / "metrics.jsonl").write_text("\n".join(lines) + "\n" + torn)
-    workdir_lib.forget_metrics_after(tmp_path, env_steps=24)  # resumed from iteration 3
+    records_lib.forget_metrics_after(tmp_path, env_steps=24)  # resumed from iteration 3
     assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 3]
-    workdir_lib.forget_metrics_after(tmp_path, env_steps=0)  # started afresh
+    records_lib.forget_metrics_after(tmp_path, env_steps=0)  # started afresh
     assert read_metrics(tmp_path) == []
 
 
 def test_changed_config_is_refused_listing_the_fields(tmp_path):
     saved = TrainConfig()
-    workdir_lib.check_config(tmp_path, saved, allow_config_change=False)
+    resume_lib.check_config(tmp_path, saved, allow_config_change=False)
     changed = saved.replace(discount=0.9, batch_size=64)
     with pytest.raises(ValueError) as error:
-        workdir_lib.check_config(tmp_path, changed, allow_config_change=False)
+        resume_lib.check_config(tmp_path, changed, allow_config_change=False)
     message = str(error.value)
     assert "--allow-config-change" in message
     assert "batch_size: 128 -> 64" in message
@@ -389,23 +392,23 @@ def test_changed_config_is_refused_listing_the_fields(tmp_path):
     # Refused means untouched.
     assert json.loads((tmp_path / "config.json").read_text())["discount"] == 0.99
 
-    workdir_lib.check_config(tmp_path, saved, allow_config_change=False)  # the same config resumes
-    workdir_lib.check_config(tmp_path, changed, allow_config_change=True)
+    resume_lib.check_config(tmp_path, saved, allow_config_change=False)  # the same config resumes
+    resume_lib.check_config(tmp_path, changed, allow_config_change=True)
     assert json.loads((tmp_path / "config.json").read_text())["discount"] == 0.9
 
 
 def test_config_saved_before_a_field_existed_resumes_with_its_default(tmp_path):
     # A run saved by an older version lacks the fields added since; they ran as their defaults do.
     saved = TrainConfig().replace(discount=0.95)
-    workdir_lib.check_config(tmp_path, saved, allow_config_change=False)
+    resume_lib.check_config(tmp_path, saved, allow_config_change=False)
     old = json.loads((tmp_path / "config.json").read_text())
     del old["search"]["policy_target"], old["consistency_loss_weight"]
     (tmp_path / "config.json").write_text(json.dumps(old))
-    assert workdir_lib.check_config(tmp_path, saved, allow_config_change=False) == []
+    assert resume_lib.check_config(tmp_path, saved, allow_config_change=False) == []
     # A missing field resumed with another value than its default is still a change.
     (tmp_path / "config.json").write_text(json.dumps(old))
     with pytest.raises(ValueError, match=r"consistency_loss_weight: 0\.0 -> 2\.0"):
-        workdir_lib.check_config(
+        resume_lib.check_config(
             tmp_path, saved.replace(consistency_loss_weight=2.0), allow_config_change=False
         )
 
@@ -414,44 +417,44 @@ def test_chance_only_weights_change_nothing_a_deterministic_run_computes(tmp_pat
     # commitment_loss_weight's default changed (0.25 -> 0) after runs were saved with it; a
     # deterministic network's loss never reads it, so such a run resumes and is reported again.
     old = TrainConfig().replace(commitment_loss_weight=0.25, code_usage_weight=1.0)
-    workdir_lib.check_config(tmp_path, old, allow_config_change=False)
-    assert workdir_lib.check_config(tmp_path, TrainConfig(), allow_config_change=False) == [
+    resume_lib.check_config(tmp_path, old, allow_config_change=False)
+    assert resume_lib.check_config(tmp_path, TrainConfig(), allow_config_change=False) == [
         "code_usage_weight: 1.0 -> 0.0",
         "commitment_loss_weight: 0.25 -> 0.0",
     ]
-    workdir_lib.check_config(tmp_path, old, allow_config_change=False)
-    workdir_lib.check_finished_run(tmp_path, TrainConfig(), name="run")
+    resume_lib.check_config(tmp_path, old, allow_config_change=False)
+    resume_lib.check_finished_run(tmp_path, TrainConfig(), name="run")
     # A field that matters is still refused beside them.
     with pytest.raises(ValueError, match=r"another configuration.*discount: 0\.99 -> 0\.9") as e:
-        workdir_lib.check_finished_run(tmp_path, TrainConfig(discount=0.9), name="run")
+        resume_lib.check_finished_run(tmp_path, TrainConfig(discount=0.9), name="run")
     assert "commitment_loss_weight" not in str(e.value)
 
 
 def test_the_learner_unroll_changes_no_result_so_runs_resume_and_are_reported_across_it(tmp_path):
     looped = TrainConfig(unroll_learner=False)
-    workdir_lib.check_config(tmp_path, looped, allow_config_change=False)
-    assert workdir_lib.check_config(tmp_path, TrainConfig(), allow_config_change=False) == [
+    resume_lib.check_config(tmp_path, looped, allow_config_change=False)
+    assert resume_lib.check_config(tmp_path, TrainConfig(), allow_config_change=False) == [
         "unroll_learner: False -> None"
     ]
-    workdir_lib.check_finished_run(tmp_path, looped.replace(unroll_learner=True), name="run")
+    resume_lib.check_finished_run(tmp_path, looped.replace(unroll_learner=True), name="run")
 
 
 def test_chance_only_weights_matter_to_a_stochastic_run(tmp_path):
     stochastic = TrainConfig().replace(
         network=dataclasses.replace(TrainConfig().network, num_chance_outcomes=4)
     )
-    workdir_lib.check_config(tmp_path, stochastic, allow_config_change=False)
+    resume_lib.check_config(tmp_path, stochastic, allow_config_change=False)
     changed = stochastic.replace(commitment_loss_weight=0.25)
     with pytest.raises(ValueError, match=r"commitment_loss_weight: 0\.0 -> 0\.25"):
-        workdir_lib.check_config(tmp_path, changed, allow_config_change=False)
+        resume_lib.check_config(tmp_path, changed, allow_config_change=False)
     with pytest.raises(ValueError, match=r"commitment_loss_weight: 0\.0 -> 0\.25"):
-        workdir_lib.check_finished_run(tmp_path, changed, name="run")
+        resume_lib.check_finished_run(tmp_path, changed, name="run")
 
 
 def test_unreadable_config_file_is_reported(tmp_path):
     (tmp_path / "config.json").write_text('{"discount": 0.9')  # cut short by hand
     with pytest.raises(ValueError, match=r"config\.json cannot be read"):
-        workdir_lib.check_config(tmp_path, TrainConfig(), allow_config_change=False)
+        resume_lib.check_config(tmp_path, TrainConfig(), allow_config_change=False)
 
 
 def test_unwritable_workdir_is_reported_at_start(tmp_path):

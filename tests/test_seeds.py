@@ -7,7 +7,7 @@ from _tiny import CARTPOLE, NUM_SEEDS
 
 from mz_jax.run import loop as run
 from mz_jax.run.agent import Agent, restore_run_state
-from mz_jax.run.workdir import read_metrics
+from mz_jax.run.records import read_metrics
 from mz_jax.suite.runner import SuiteEntry, entry_config
 from mz_jax.training.train import make_train
 

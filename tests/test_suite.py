@@ -13,12 +13,12 @@ from _tiny import CARTPOLE, NUM_SEEDS
 
 from mz_jax.cli import main as cli
 from mz_jax.config.presets import load_preset
-from mz_jax.run import workdir as workdir_lib
+from mz_jax.run import resume as resume_lib
 from mz_jax.run.metrics import EVAL_RETURN
 from mz_jax.suite import opponent as suite_opponent
 from mz_jax.suite import runner as suite
 from mz_jax.suite.runner import SUITES, SuiteEntry, entry_config, load_suite
-from mz_jax.training.actor import EvalResult
+from mz_jax.training.evaluate import EvalResult
 
 TINY = {
     "num_envs": 4,
@@ -454,7 +454,7 @@ class _FakeSuiteRun:
         def run_training(config, workdir, *, allow_config_change=False):
             run.trained.append(config.env)
             Path(workdir).mkdir(parents=True, exist_ok=True)
-            workdir_lib.check_config(Path(workdir), config, allow_config_change=allow_config_change)
+            resume_lib.check_config(Path(workdir), config, allow_config_change=allow_config_change)
             return {"stopped_by_signal": False, "env_steps": config.total_env_steps, "wall_s": 2.0}
 
         class Agent:

@@ -1,5 +1,2 @@
-"""The ``mz-jax`` command line: ``train``, ``eval``, ``suite``, ``report``, ``envs``."""
-
-from mz_jax.cli.main import main
-
-__all__ = ["main"]
+"""The ``mz-jax`` command line (:func:`mz_jax.cli.main.main`): ``train``, ``eval``, ``suite``,
+``report``, ``envs``."""

@@ -90,7 +90,7 @@ def evaluate_run(argv: list[str]) -> int:
     from mz_jax.mcts import baseline
     from mz_jax.run.agent import Agent
     from mz_jax.run.checkpoint import CheckpointError
-    from mz_jax.run.workdir import read_config
+    from mz_jax.run.resume import read_config
     from mz_jax.training.build import make_run_env
 
     try:
@@ -140,7 +140,7 @@ def evaluate_run(argv: list[str]) -> int:
         f"mean length {np.mean(result.episode_length):.1f}"
     )
     if two_player:
-        # mz_jax.training.actor.evaluate gives the agent the first move in the first half of the episodes
+        # mz_jax.training.evaluate.evaluate gives the agent the first move in the first half of the episodes
         # and returns each episode's result from the agent's seat (+1 win, -1 loss).
         if opponent is None:  # both seats are the agent's: report from the first mover's seat
             first = np.arange(episodes) < (episodes + 1) // 2

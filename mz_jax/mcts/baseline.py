@@ -72,7 +72,7 @@ SEATS = ("total", "moving_first", "moving_second")
 def outcome_counts(episode_return: Any, completed: Any) -> dict[str, dict[str, int]]:
     """Wins, draws, losses and unfinished games of an agent against an opponent, by seat.
 
-    Reads an evaluation as :func:`mz_jax.training.actor.evaluate` plays it against an opponent: of N
+    Reads an evaluation as :func:`mz_jax.training.evaluate.evaluate` plays it against an opponent: of N
     episodes the agent moves first in the first ``(N + 1) // 2`` and second in the others, and each
     return is the agent's (> 0 a win, 0 a draw, < 0 a loss). An episode that did not end within its
     step limit is unfinished, not a result.

@@ -32,8 +32,8 @@ from mz_jax.envs import Env
 from mz_jax.mcts import baseline
 from mz_jax.mcts.policies import SearchConfig, search
 from mz_jax.run import checkpoint as checkpoint_lib
-from mz_jax.run.workdir import read_config
-from mz_jax.training import actor as actor_lib
+from mz_jax.run.resume import read_config
+from mz_jax.training import evaluate as evaluate_lib
 from mz_jax.training.build import Components, build
 from mz_jax.training.iteration import AXIS
 from mz_jax.training.train import abstract_run_state
@@ -206,8 +206,8 @@ class Agent:
         num_episodes: int,
         max_steps: int | None = None,
         opponent: str | None = None,
-    ) -> actor_lib.EvalResult:
-        """Greedy episodes in fresh environments (see :func:`mz_jax.training.actor.evaluate`).
+    ) -> evaluate_lib.EvalResult:
+        """Greedy episodes in fresh environments (see :func:`mz_jax.training.evaluate.evaluate`).
 
         Args:
           key: a PRNG key, consumed.
@@ -220,7 +220,7 @@ class Agent:
             first half of the episodes.
 
         Returns:
-          :class:`mz_jax.training.actor.EvalResult` with leaves ``[num_episodes]``.
+          :class:`mz_jax.training.evaluate.EvalResult` with leaves ``[num_episodes]``.
         """
         if isinstance(num_episodes, bool) or not isinstance(num_episodes, int) or num_episodes < 1:
             raise ValueError(f"num_episodes must be an integer >= 1; got {num_episodes!r}")
@@ -233,7 +233,7 @@ class Agent:
         if signature not in self._evaluators:
             self._evaluators[signature] = jax.jit(
                 functools.partial(
-                    actor_lib.evaluate,
+                    evaluate_lib.evaluate,
                     env=self.env,
                     network=self.network,
                     search_config=self.search_config,

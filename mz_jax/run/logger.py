@@ -1,7 +1,7 @@
 """Metrics to the console, to ``metrics.jsonl`` and to TensorBoard.
 
 Jitted code returns metrics as pytrees; only this host-side module writes them. In a multi-process run
-only process 0 writes. Reading them back is :func:`mz_jax.run.workdir.read_metrics`; the learning-curve
+only process 0 writes. Reading them back is :func:`mz_jax.run.records.read_metrics`; the learning-curve
 PNG is :func:`mz_jax.run.plots.plot_learning_curve`.
 """
 

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mz_jax.config.overrides import config_to_dict
 from mz_jax.config.train import TrainConfig
 from mz_jax.run import checkpoint as checkpoint_lib
 from mz_jax.run import metrics as metrics_lib
@@ -35,14 +36,9 @@ from mz_jax.run.logger import MetricsLogger, Progress
 from mz_jax.run.metrics import NonFiniteError as NonFiniteError  # what run_training raises
 from mz_jax.run.metrics import nonfinite_error
 from mz_jax.run.plots import plot_learning_curve
+from mz_jax.run.records import forget_metrics_after
 from mz_jax.run.start import close_quietly, open_run, print_start
-from mz_jax.run.workdir import (
-    CONFIG_FILE,
-    config_to_dict,
-    first_missing,
-    forget_metrics_after,
-    remove_failed_start,
-)
+from mz_jax.run.workdir import CONFIG_FILE, first_missing, remove_failed_start
 from mz_jax.training.train import make_train
 
 _WINDOW_SUMS = frozenset(
@@ -77,7 +73,7 @@ def run_training(
     (``kill -9`` included), the same call resumes from the newest good checkpoint and, on the same
     machine and flags, ends with bit-identical parameters, optimiser state and replay contents.
 
-    The fields of :data:`mz_jax.run.workdir.RESUMABLE_FIELDS` may differ from the workdir's saved
+    The fields of :data:`mz_jax.run.resume.RESUMABLE_FIELDS` may differ from the workdir's saved
     configuration: a larger ``total_env_steps`` extends a finished run, and the schedules given as
     fractions of the run (``temperature_schedule``, ``priority_beta``, ``random_action_anneal``)
     follow the new length.

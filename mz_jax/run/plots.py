@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from mz_jax.run import metrics
+from mz_jax.run.records import Curve, metric_curves
 from mz_jax.run.workdir import LEARNING_CURVE_FILE
-from mz_jax.suite.results import Curve, metric_curves
 
 STEPS_LABEL = "environment steps"
 EVAL_LABEL = "greedy evaluation return"
@@ -101,7 +101,7 @@ def save_curve(path: str | Path, curves: Mapping[int, Curve], title: str) -> Non
 
     Args:
       path: the PNG to write.
-      curves: as :func:`mz_jax.suite.results.evaluation_curves` returns them.
+      curves: as :func:`mz_jax.run.records.evaluation_curves` returns them.
       title: the plot's title.
     """
     from matplotlib.figure import Figure

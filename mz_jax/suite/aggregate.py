@@ -17,7 +17,7 @@ numpy alone, computes all resamples at once (``[num_resamples, num_runs, num_tas
 deterministic given its seed.
 
 Normalisation, ``(score - random) / (reference - random)``, uses the random and reference scores of
-``mz_jax/data/reference_scores.json`` (:func:`reference_scores`), each with its source.
+``mz_jax/suite/reference_scores.json`` (:func:`reference_scores`), each with its source.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def reference_scores(path: str | Path | None = None) -> dict[str, ReferenceScore
     Args:
       path: a JSON file of the same layout (``{"environments": {name: {"random": ..., "reference":
         ..., "random_source": ..., "reference_source": ...}}}``); None reads the one shipped in
-        ``mz_jax/data/reference_scores.json``.
+        ``mz_jax/suite/reference_scores.json``.
 
     Returns:
       The entries, in the file's order.
@@ -97,8 +97,8 @@ def reference_scores(path: str | Path | None = None) -> dict[str, ReferenceScore
         non-numeric score, an empty source, or ``reference == random``.
     """
     if path is None:
-        source = resources.files("mz_jax").joinpath("data", "reference_scores.json")
-        label = "mz_jax/data/reference_scores.json"
+        source = resources.files("mz_jax.suite").joinpath("reference_scores.json")
+        label = "mz_jax/suite/reference_scores.json"
     else:
         source = Path(path)
         label = str(path)

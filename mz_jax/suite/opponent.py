@@ -2,7 +2,7 @@
 trains, and playing each seed's final agent against it once the environment is trained.
 
 Of N games an agent moves first in the first ``(N + 1) // 2`` and second in the others
-(:func:`mz_jax.training.actor.evaluate`); the counts by seat are :func:`mz_jax.mcts.baseline.outcome_counts`.
+(:func:`mz_jax.training.evaluate.evaluate`); the counts by seat are :func:`mz_jax.mcts.baseline.outcome_counts`.
 Used by :mod:`mz_jax.suite.runner`, which records them in ``results.json``; :mod:`mz_jax.suite.report` shows them.
 """
 

@@ -23,16 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from mz_jax.run import plots
+from mz_jax.run.records import Curve, evaluation_curves, finite_number
 from mz_jax.run.workdir import sanitise
 from mz_jax.suite import aggregate
-from mz_jax.suite.results import (
-    Curve,
-    best_returns,
-    evaluation_curves,
-    final_returns,
-    finite_number,
-    load_results,
-)
+from mz_jax.suite.results import best_returns, final_returns, load_results
 
 REPORT_FILE = "report.md"
 CURVES_DIR = "curves"

@@ -1,49 +1,21 @@
-"""Reading what a suite run left behind: ``results.json`` and each seed's curves in ``metrics.jsonl``.
+"""Reading what a suite run left behind: ``results.json``, each seed's returns, the exported copy.
 
 ``mz-jax suite`` writes ``<suite_workdir>/results.json`` (per environment: its workdir, whether it
 finished, env steps, wall time, and per seed the final and best greedy-evaluation returns); each
-environment's workdir holds the ``metrics.jsonl`` of its run. :mod:`mz_jax.suite.report` and
-:mod:`mz_jax.run.plots` turn what is read here into the report; :func:`export_finished` copies what
-the finished environments left behind, without checkpoints, to a directory to commit.
+environment's workdir holds the ``metrics.jsonl`` of its run, whose curves
+:mod:`mz_jax.run.records` reads. :mod:`mz_jax.suite.report` turns both into the report;
+:func:`export_finished` copies what the finished environments left behind, without checkpoints, to a
+directory to commit.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
-from typing import Any, NamedTuple
 
-import numpy as np
-
-from mz_jax.run import metrics
-from mz_jax.run.workdir import (
-    CONFIG_FILE,
-    METRICS_FILE,
-    RESULTS_FILE,
-    read_metrics,
-    write_atomically,
-)
-
-
-class Curve(NamedTuple):
-    """One seed's values of a metric; both ``[num_points]``, sorted by env steps.
-
-    Attributes:
-      env_steps: environment steps at each point.
-      returns: the metric's value at each (a mean return, for the curves drawn).
-    """
-
-    env_steps: np.ndarray
-    returns: np.ndarray
-
-
-def finite_number(value: Any) -> float | None:
-    """``value`` as a float if it is a finite number; None otherwise (None, "nan", a string...)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) else None
+from mz_jax.run.records import finite_number
+from mz_jax.run.workdir import CONFIG_FILE, METRICS_FILE, RESULTS_FILE, write_atomically
 
 
 def load_results(suite_workdir: str | Path) -> dict:
@@ -75,47 +47,6 @@ def load_results(suite_workdir: str | Path) -> dict:
         if not isinstance(entry, dict):
             raise ValueError(f"{path}: the entry of {name!r} must be an object, got {entry!r}.")
     return results
-
-
-def metric_curves(workdir: str | Path, metric: str, *, default_seed: int = 0) -> dict[int, Curve]:
-    """The curve of ``metric`` for each seed in ``workdir/metrics.jsonl``.
-
-    A record's ``"seed"`` names its seed (single-seed runs have none: they count as
-    ``default_seed``). Records without the metric, and non-numeric or non-finite values, are
-    skipped; where a seed has several values at the same env steps (a resumed run), the last one
-    written is kept. A line cut short by a crash is skipped.
-
-    Args:
-      workdir: one run's workdir.
-      metric: the record field, a name from :mod:`mz_jax.run.metrics`.
-      default_seed: the seed of records without a ``"seed"`` key.
-
-    Returns:
-      seed -> :class:`Curve`, seeds in increasing order; empty if there is no file or no value.
-    """
-    points: dict[int, dict[int, float]] = {}
-    for record in read_metrics(workdir):
-        value, steps = finite_number(record.get(metric)), finite_number(record.get("env_steps"))
-        if value is None or steps is None:
-            continue
-        seed = record.get("seed", default_seed)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            continue
-        points.setdefault(seed, {})[int(steps)] = value
-    curves = {}
-    for seed in sorted(points):
-        steps = sorted(points[seed])
-        curves[seed] = Curve(
-            env_steps=np.asarray(steps, np.int64),
-            returns=np.asarray([points[seed][s] for s in steps], np.float64),
-        )
-    return curves
-
-
-def evaluation_curves(env_workdir: str | Path, *, default_seed: int = 0) -> dict[int, Curve]:
-    """The greedy-evaluation curve of each seed (:data:`mz_jax.run.metrics.EVAL_RETURN`); see
-    :func:`metric_curves`."""
-    return metric_curves(env_workdir, metrics.EVAL_RETURN, default_seed=default_seed)
 
 
 def final_returns(entry: dict) -> list[float]:

@@ -46,22 +46,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from mz_jax.config.overrides import config_from_dict, config_to_dict
 from mz_jax.config.presets import PresetError, load_preset
 from mz_jax.config.train import TrainConfig
 from mz_jax.envs import make_env
 from mz_jax.run.checkpoint import CheckpointError
 from mz_jax.run.loop import NonFiniteError, run_training
-from mz_jax.run.workdir import (
-    RESULTS_FILE,
-    check_finished_run,
-    config_from_dict,
-    config_to_dict,
-    sanitise,
-    write_atomically,
-)
+from mz_jax.run.records import evaluation_curves
+from mz_jax.run.resume import check_finished_run
+from mz_jax.run.workdir import RESULTS_FILE, sanitise, write_atomically
 from mz_jax.suite.opponent import DEFAULT_OPPONENT_EPISODES, check_opponent, play_opponent
 from mz_jax.suite.report import write_report
-from mz_jax.suite.results import evaluation_curves
 
 _ENTRY_KEYS = ("env", "preset", "overrides", "opponent", "opponent_episodes")
 

@@ -26,6 +26,7 @@ from mz_jax.config.train import TrainConfig
 from mz_jax.envs import Env
 from mz_jax.mcts.policies import SearchConfig
 from mz_jax.training import actor as actor_lib
+from mz_jax.training import evaluate as evaluate_lib
 from mz_jax.training import iteration as iteration_lib
 from mz_jax.training import replay as replay_lib
 from mz_jax.training.build import Components, build
@@ -62,7 +63,7 @@ class Trainer:
     mesh: jax.sharding.Mesh
     init: Callable[[int], RunState]
     step: Callable[[RunState], tuple[RunState, IterationMetrics]]
-    evaluate: Callable[[Params, Array], actor_lib.EvalResult]
+    evaluate: Callable[[Params, Array], evaluate_lib.EvalResult]
     per_device_step: Callable[[RunState], tuple[RunState, IterationMetrics]]
     state_specs: Any
     abstract_state: Any
@@ -211,7 +212,7 @@ def make_train(config: TrainConfig | Components, *, devices: list | None = None)
         donate_argnums=0,
     )
     evaluate = functools.partial(
-        actor_lib.evaluate,
+        evaluate_lib.evaluate,
         env=components.env,
         network=components.network,
         search_config=components.search_config,
