@@ -1,5 +1,5 @@
 """Learner updates per second and their share of the matmul peak; end-to-end training throughput;
-vmapped seeds against sequential seeds. All on the CartPole preset (``configs/cartpole.py``).
+vmapped seeds against sequential seeds. All on the CartPole preset (``mz_jax/config/presets/cartpole.py``).
 
     python benchmarks/training.py            # all measurements
     python benchmarks/training.py --quick    # fewer repeats and iterations, for a smoke test

@@ -8,17 +8,14 @@ from pathlib import Path
 import pytest
 
 from mz_jax.config.overrides import config_differences, config_to_dict
-from mz_jax.config.presets import load_preset
+from mz_jax.config.presets import list_presets, load_preset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 ablation = pytest.importorskip("ablation")
 sample_efficiency = pytest.importorskip("sample_efficiency")
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 DETERMINISTIC = [
-    path.stem
-    for path in sorted(CONFIGS.glob("*.py"))
-    if load_preset(str(path)).network.num_chance_outcomes is None
+    name for name in list_presets() if load_preset(name).network.num_chance_outcomes is None
 ]
 
 

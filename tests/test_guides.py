@@ -89,12 +89,12 @@ def test_index_lists_every_guide():
 
 def test_paths_named_in_the_docs_exist():
     # The guides, the README, the tuning records and the presets' docstrings, which point at them.
-    presets = sorted((REPO / "configs").glob("*.py"))
+    presets = sorted((REPO / "mz_jax" / "config" / "presets").glob("*.py"))
     named = set()
     for page in [*DOCS, REPO / "README.md", *sorted(TUNING.glob("*.md")), *presets]:
         named |= set(
             re.findall(
-                r"\b((?:examples|tests|benchmarks|docs|configs)/[\w./-]+\.\w+)", page.read_text()
+                r"\b((?:examples|tests|benchmarks|docs|mz_jax)/[\w./-]+\.\w+)", page.read_text()
             )
         )
     assert named, "expected the guides to name example and test files"
@@ -110,7 +110,7 @@ def test_every_tuning_record_is_listed_and_named_by_its_preset():
         assert f"]({record.name})" in index, (
             f"benchmarks/tuning/README.md does not link {record.name}"
         )
-        preset = REPO / "configs" / f"{record.stem}.py"
+        preset = REPO / "mz_jax" / "config" / "presets" / f"{record.stem}.py"
         assert f"benchmarks/tuning/{record.name}" in preset.read_text(), preset
 
 

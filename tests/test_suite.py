@@ -279,7 +279,7 @@ def test_the_readme_suite_file_is_valid(tmp_path):
 
 
 def test_the_stochastic_suite_file_trains_each_game_with_its_preset():
-    path = Path(__file__).parent.parent / "configs" / "stochastic.toml"
+    path = Path(__file__).parent.parent / "benchmarks" / "suites" / "stochastic.toml"
     entries = load_suite(path)
     assert [(entry.env, entry.preset) for entry in entries] == [
         ("pgx:2048", "game_2048"),
@@ -294,7 +294,7 @@ def test_the_stochastic_suite_file_trains_each_game_with_its_preset():
 
 
 def test_the_minatar_resnet_suite_file_trains_every_minatar_game_with_the_resnet_preset():
-    path = Path(__file__).parent.parent / "configs" / "minatar_resnet.toml"
+    path = Path(__file__).parent.parent / "benchmarks" / "suites" / "minatar_resnet.toml"
     entries = load_suite(path)
     games = ["Asterix", "Breakout", "Freeway", "SpaceInvaders"]
     assert [entry.env for entry in entries] == [f"gymnax:{game}-MinAtar" for game in games]

@@ -1,7 +1,7 @@
 """Training configuration: frozen dataclasses, one docstring per field, validated before anything runs.
 
 The CLI (:mod:`mz_jax.cli.main`) is generated from these classes by tyro, so every field here is a flag
-(``--num-envs 32``, ``--search.num-simulations 8``); presets live in ``configs/``.
+(``--num-envs 32``, ``--search.num-simulations 8``); presets live in :mod:`mz_jax.config.presets`.
 """
 
 from __future__ import annotations

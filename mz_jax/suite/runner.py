@@ -23,7 +23,7 @@ opponent::
 
     [[environment]]
     env = "gymnax:CartPole-v1"
-    preset = "cartpole"              # a name in configs/ or a .py path; default TrainConfig()
+    preset = "cartpole"              # a preset's name or a .py path; default TrainConfig()
 
     [[environment]]
     env = "gymnax:Acrobot-v1"
@@ -86,7 +86,7 @@ class SuiteEntry(NamedTuple):
 # entry_config sets these for every entry; an override of them is refused, not ignored.
 _SET_BY_THE_SUITE = frozenset({"env", "seed", "num_seeds"})
 
-# The MLP preset: the ResNet one (breakout_minatar) is for an accelerator (configs/minatar_resnet.toml).
+# The MLP preset: the ResNet one (breakout_minatar) is for an accelerator (benchmarks/suites/minatar_resnet.toml).
 _MINATAR = {"preset": "breakout_minatar_mlp", "overrides": {"eval_max_steps": 2_500}}
 
 SUITES: dict[str, tuple[SuiteEntry, ...]] = {

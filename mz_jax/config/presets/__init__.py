@@ -1,9 +1,9 @@
-"""Presets: small Python files whose ``config()`` returns a :class:`~mz_jax.TrainConfig`.
+"""Presets: small modules of this package whose ``config()`` returns a :class:`~mz_jax.TrainConfig`.
 
-A preset is found by name in ``configs/`` of the working directory, then in ``configs/`` of the
-directory holding the ``mz_jax`` package (the repository root for an editable install), or given as a
-path to a ``.py`` file. ``mz-jax train --config``, ``mz-jax suite`` and the benchmarks load them here;
-a preset may load another (``configs/cartpole_sample_efficient.py`` starts from ``cartpole``).
+A preset is named by its module (``--config cartpole`` is ``mz_jax/config/presets/cartpole.py``,
+shipped with the package), or given as a path to a ``.py`` file of one's own that defines
+``config()``. ``mz-jax train --config``, ``mz-jax suite`` and the benchmarks load them here; a preset
+may start from another (``cartpole_sample_efficient`` starts from ``cartpole``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from pathlib import Path
 
 from mz_jax.config.train import TrainConfig
 
-PRESET_DIRS = (Path.cwd, lambda: Path(__file__).resolve().parents[2])
-"""Where ``configs/<name>.py`` is looked for, in order: the working directory, then the directory
-holding the ``mz_jax`` package (the repository root for an editable install)."""
+PRESET_DIR = Path(__file__).resolve().parent
+"""Where the shipped presets are: this package's directory."""
 
 
 class PresetError(ValueError):
@@ -25,33 +24,16 @@ class PresetError(ValueError):
     another type; the message names the preset (as ``--config NAME``) and what is wrong."""
 
 
-def preset_dirs() -> list[Path]:
-    """The ``configs/`` directories searched for presets by name, existing ones only, in order."""
-    found = []
-    for base in PRESET_DIRS:
-        directory = (base() / "configs").resolve()
-        if directory.is_dir() and directory not in found:
-            found.append(directory)
-    return found
-
-
 def list_presets() -> list[str]:
-    """The names of the presets found in :func:`preset_dirs`, sorted."""
-    return sorted(
-        {
-            path.stem
-            for directory in preset_dirs()
-            for path in directory.glob("*.py")
-            if not path.name.startswith("_")
-        }
-    )
+    """The names of the shipped presets, sorted."""
+    return sorted(path.stem for path in PRESET_DIR.glob("*.py") if not path.name.startswith("_"))
 
 
 def find_preset(name: str) -> Path:
-    """The file of preset ``name``: a path to a ``.py`` file, or a name in :func:`preset_dirs`.
+    """The file of preset ``name``: a path to a ``.py`` file, or the name of a shipped preset.
 
     Raises:
-      PresetError: if there is no such file; the message lists the available presets.
+      PresetError: if there is no such file; the message lists the shipped presets.
     """
     looks_like_path = name.endswith(".py") or "/" in name or "\\" in name
     if looks_like_path:
@@ -59,15 +41,11 @@ def find_preset(name: str) -> Path:
         if path.is_file():
             return path
         raise PresetError(f"--config {name!r}: no such file")
-    stem = name.replace("-", "_")
-    for directory in preset_dirs():
-        path = directory / f"{stem}.py"
-        if path.is_file():
-            return path
-    available = ", ".join(list_presets()) or "none"
-    searched = ", ".join(str(d) for d in preset_dirs()) or "no configs/ directory found"
+    path = PRESET_DIR / f"{name.replace('-', '_')}.py"
+    if path.is_file() and not path.name.startswith("_"):
+        return path
     raise PresetError(
-        f"--config {name!r}: unknown preset; available presets: {available} (searched {searched}); "
+        f"--config {name!r}: unknown preset; available presets: {', '.join(list_presets())}; "
         "or give a path to a .py file defining config()"
     )
 

@@ -8,7 +8,7 @@ chance nodes and 16 simulations (:mod:`mz_jax.mcts.chance_gumbel`; with pUCT it 
 terms weighted 2 (the default is 0.25; of the many changes tried, the one that moved it), 1M
 environment steps (about 5,000 games; 2M steps gained no more than what 500 games resolve).
 Evaluated greedily every 50k steps against the uniformly random player, 32 games with the agent in
-each seat half the time; the suite file ``configs/stochastic.toml`` then plays it 500 games.
+each seat half the time; the suite file ``benchmarks/suites/stochastic.toml`` then plays it 500 games.
 
 Over 1M steps (``mz-jax eval --workdir RUN --episodes 500 --seed-index I``) it won **0.872 and
 0.894** of 500 games against the random player on seeds 10 and 11 and **0.852 and 0.834** on the
