@@ -20,7 +20,7 @@ together: the seeds of one CartPole configuration first reach 475 anywhere from 
 4,000 steps, so the first column alone separates variants only with many seeds). The seeds of one
 variant run as one program (``num_seeds``): environment steps per seed are those of separate runs,
 but wall times are not, so none are shown (``benchmarks/learning.py`` times single runs;
-``benchmarks/sample_efficiency.py`` gives each term's cost in milliseconds per update). The default
+``benchmarks/investigations/sample_efficiency.py`` gives each term's cost in milliseconds per update). The default
 seeds are not the README's 0-4.
 """
 
@@ -170,7 +170,7 @@ def steps_on_target(curve, target: float) -> tuple[int | None, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="cartpole_sample_efficient")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per variant")
     parser.add_argument("--first-seed", type=int, default=100)

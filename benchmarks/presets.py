@@ -125,7 +125,7 @@ LOOP_HEADERS = [
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--presets", nargs="+", default=list(DEFAULT_PRESETS))
     parser.add_argument(
         "--batch-sizes", type=int, nargs="*", default=[], help="more learner batch sizes to time"

@@ -4,7 +4,7 @@
     python benchmarks/run_all.py --quick --output /tmp/q.md   # small sizes, few repeats: a smoke run
     python benchmarks/run_all.py --sections training search    # some sections, in that order
 
-Runs the measurements of ``loss_unroll.py``, ``search.py``, ``selfplay.py`` and ``training.py`` (by
+Runs the measurements of ``investigations/loss_unroll.py``, ``search.py``, ``selfplay.py`` and ``training.py`` (by
 calling their functions, one after another in this process) and writes the machine, the package
 versions, the command and one table per figure. Progress goes to stderr; the report is also printed.
 The report file is rewritten after each section, so a run stopped part-way keeps what it finished.
@@ -27,11 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jax
-import loss_unroll
 import search
 import selfplay
 import training
 from common import format_table, machine_description, percent
+from investigations import loss_unroll
 
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "mctx", "gymnax", "pgx", "mz_jax")
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "RESULTS.md"
@@ -349,7 +349,7 @@ def report(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument(
         "--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the report"

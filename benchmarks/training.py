@@ -502,7 +502,7 @@ def per_call_table(results: Results) -> tuple[list[str], list[list[object]]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats and iterations")
     args = parser.parse_args()
     settings = Settings.quick() if args.quick else Settings()

@@ -1,5 +1,5 @@
-"""``benchmarks/ablation.py`` and ``benchmarks/sample_efficiency.py``: every variant they build from
-a preset is a valid configuration that changes what its name says."""
+"""``benchmarks/ablation.py`` and ``benchmarks/investigations/sample_efficiency.py``: every variant
+they build from a preset is a valid configuration that changes what its name says."""
 
 import dataclasses
 import sys
@@ -11,8 +11,8 @@ from mz_jax.config.overrides import config_differences, config_to_dict
 from mz_jax.config.presets import list_presets, load_preset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-ablation = pytest.importorskip("ablation")
-sample_efficiency = pytest.importorskip("sample_efficiency")
+import ablation
+from investigations import sample_efficiency
 
 DETERMINISTIC = [
     name for name in list_presets() if load_preset(name).network.num_chance_outcomes is None

@@ -1,5 +1,5 @@
-"""``benchmarks/cartpole_failures.py``: which limit ends a CartPole step, replay rings and greedy
-records read by hand."""
+"""``benchmarks/diagnostics/cartpole_failures.py``: which limit ends a CartPole step, replay rings
+and greedy records read by hand."""
 
 import sys
 from pathlib import Path
@@ -11,11 +11,11 @@ import pytest
 
 from mz_jax import NetworkConfig, SearchConfig, TrainConfig
 from mz_jax.run.agent import Agent
-from mz_jax.training import build
+from mz_jax.training.build import build
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-failures = pytest.importorskip("cartpole_failures")
-calibration = pytest.importorskip("value_calibration")
+from diagnostics import cartpole_failures as failures
+from diagnostics import value_calibration as calibration
 
 
 def test_end_causes_by_hand():

@@ -1,14 +1,14 @@
-"""``benchmarks/game_2048.py``: the largest tile read off pgx's 2048 boards, and the games it plays."""
+"""``benchmarks/diagnostics/game_2048.py``: the largest tile read off pgx's 2048 boards, and the
+games it plays."""
 
 import sys
 from pathlib import Path
 
 import jax
 import numpy as np
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-game_2048 = pytest.importorskip("game_2048")
+from diagnostics import game_2048
 
 
 def board(tiles: dict[tuple[int, int], int]) -> np.ndarray:

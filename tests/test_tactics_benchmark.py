@@ -1,4 +1,5 @@
-"""``benchmarks/tactics.py``: wins in one and moves that hand one over, on hand-made positions."""
+"""``benchmarks/diagnostics/tactics.py``: wins in one and moves that hand one over, on hand-made
+positions."""
 
 import sys
 from pathlib import Path
@@ -6,11 +7,11 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pgx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-tactics = pytest.importorskip("tactics")
-pgx = pytest.importorskip("pgx")
+from diagnostics import tactics
 
 
 def after(game: str, moves: list[int]):

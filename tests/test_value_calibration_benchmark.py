@@ -1,4 +1,5 @@
-"""``benchmarks/value_calibration.py``: realised returns by hand, greedy play's records."""
+"""``benchmarks/diagnostics/value_calibration.py``: realised returns by hand, greedy play's
+records."""
 
 import sys
 from pathlib import Path
@@ -9,10 +10,10 @@ import pytest
 
 from mz_jax import NetworkConfig, SearchConfig, TrainConfig
 from mz_jax.run.agent import Agent
-from mz_jax.training import build
+from mz_jax.training.build import build
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-calibration = pytest.importorskip("value_calibration")
+from diagnostics import value_calibration as calibration
 
 
 def test_realised_returns_by_hand():

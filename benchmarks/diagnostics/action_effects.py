@@ -1,6 +1,6 @@
 """Does a MuZero model learn what a move does? A held-out counterfactual test on an image game.
 
-    python benchmarks/action_effects.py [--env gymnax:Asterix-MinAtar] [--updates 3000]
+    python benchmarks/diagnostics/action_effects.py [--env gymnax:Asterix-MinAtar] [--updates 3000]
         [--networks mlp mlp_conv resnet]
 
 Random play (64 environments x 2,000 steps) gives the transitions; for every state it also records
@@ -24,7 +24,11 @@ channels (the action as planes beside a spatial latent state).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp
@@ -154,7 +158,7 @@ def measure(kind, data, *, env, support_size, updates, seed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="gymnax:Asterix-MinAtar")
     parser.add_argument("--updates", type=int, default=3_000)
     parser.add_argument(

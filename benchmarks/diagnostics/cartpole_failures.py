@@ -1,6 +1,6 @@
 """How a CartPole run's episodes end: at the track's edge or by the pole's angle.
 
-    python benchmarks/cartpole_failures.py RUN_WORKDIR [--step STEP] [--episodes 50]
+    python benchmarks/diagnostics/cartpole_failures.py RUN_WORKDIR [--step STEP] [--episodes 50]
 
 gymnax's CartPole-v1 ends an episode once the cart's position leaves [-2.4, 2.4] or the pole's
 angle leaves +-12 degrees, after an Euler step that moves each by tau = 0.02 s times its velocity,
@@ -21,11 +21,15 @@ end at the edge with a value there as high as anywhere has not learned where the
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import numpy as np
 from common import machine_description, print_table
-from value_calibration import make_play, parse_play_arguments, play_rows
+from diagnostics.value_calibration import make_play, parse_play_arguments, play_rows
 
 from mz_jax.run.agent import restore_run_state
 

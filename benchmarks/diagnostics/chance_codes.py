@@ -1,6 +1,6 @@
 """What a trained Stochastic MuZero's chance encoder codes: the chance outcome, or the move?
 
-    python benchmarks/chance_codes.py --workdir RUN [--seed-index 0] [--positions 400] [--draws 64]
+    python benchmarks/diagnostics/chance_codes.py --workdir RUN [--seed-index 0] [--positions 400] [--draws 64]
 
 The encoder ``e(o, o')`` should give the chance outcome of a transition (the dice rolled, the tile
 placed) as one of C codes. On positions of uniformly random play (with two legal moves or more),
@@ -18,7 +18,11 @@ coded:
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +34,7 @@ from mz_jax.types import StochasticMuZeroNetwork
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", required=True, help="a Stochastic MuZero training run")
     parser.add_argument("--seed-index", type=int, default=0)
     parser.add_argument("--positions", type=int, default=400, help="steps of random play")

@@ -7,7 +7,7 @@ this script also reads each game's boards (pgx's observation: channel i of a cel
 reports how often the largest tile reached 256, 512, 1024 and 2048. The uniformly random legal
 move is measured the same way, as the floor both must beat.
 
-    python benchmarks/game_2048.py --workdir runs/2048_stochastic runs/2048_muzero --games 64
+    python benchmarks/diagnostics/game_2048.py --workdir runs/2048_stochastic runs/2048_muzero --games 64
 
 Every run of a multi-seed workdir (``num_seeds > 1``) gets a row; the games of a row are played in
 parallel, one per environment, until each ends or ``--max-steps`` steps have passed.
@@ -18,8 +18,11 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import sys
 from pathlib import Path
 from typing import NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp
@@ -121,7 +124,7 @@ def row(label: str, steps: str, games: Games) -> list[object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", nargs="+", default=[], help="training runs of pgx:2048")
     parser.add_argument("--games", type=int, default=64, help="greedy games per seed")
     parser.add_argument("--max-steps", type=int, default=5_000, help="moves a game may last")

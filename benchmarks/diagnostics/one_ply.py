@@ -1,6 +1,6 @@
 """Which part of a trained two-player agent is weak: its search, its prior, its model, or its value?
 
-    python benchmarks/one_ply.py --workdir RUN [--seed-index 0] [--games 256] [--samples 4]
+    python benchmarks/diagnostics/one_ply.py --workdir RUN [--seed-index 0] [--games 256] [--samples 4]
         [--agreement-games 16]
 
 Plays games against the uniformly random player with moves chosen in several ways from the same
@@ -29,7 +29,11 @@ a correlation near 0, one that gets its effect wrong. Two-player games only (pgx
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp
@@ -230,7 +234,7 @@ def agreement(agent: Agent, player, scorers: dict, true_scores, key, *, games: i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", required=True, help="a training run of a two-player game")
     parser.add_argument("--seed-index", type=int, default=0)
     parser.add_argument(

@@ -18,14 +18,18 @@ position (one step of the dynamics), averaged over winning moves and over the ot
 the same positions: the reward of a win is 1, of any other move 0. For pgx's deterministic
 two-player games where a finished game pays the winner +1 (``tic_tac_toe``, ``connect_four``).
 
-    python benchmarks/tactics.py runs/c4                 # a training workdir, every seed
-    python benchmarks/tactics.py runs/ttt --moves 1 6    # tic-tac-toe: shorter random games
+    python benchmarks/diagnostics/tactics.py runs/c4                 # a training workdir, every seed
+    python benchmarks/diagnostics/tactics.py runs/ttt --moves 1 6    # tic-tac-toe: shorter random games
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any, NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp

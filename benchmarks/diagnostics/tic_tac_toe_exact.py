@@ -8,8 +8,8 @@ uniformly random player can then be computed exactly instead of sampled: the pro
 win, a draw and a loss in each seat is a sum over the random player's moves, so "never loses
 against the random player" is a statement about every game, not about a sample of 1,000.
 
-    python benchmarks/tic_tac_toe_exact.py runs/ttt             # training workdirs, every seed
-    python benchmarks/tic_tac_toe_exact.py runs/ttt --show 10   # and 10 losing moves it is led to
+    python benchmarks/diagnostics/tic_tac_toe_exact.py runs/ttt             # training workdirs, every seed
+    python benchmarks/diagnostics/tic_tac_toe_exact.py runs/ttt --show 10   # and 10 losing moves it is led to
 
 Columns: ``keeps value`` moves that keep the position's minimax value; ``win -> draw`` moves that
 let a won position become a draw; ``-> loss`` moves after which the opponent can force a win from a
@@ -27,7 +27,11 @@ The solver is :mod:`mz_jax.suite.tic_tac_toe_solver`.
 from __future__ import annotations
 
 import argparse
+import sys
 from fractions import Fraction
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 from common import machine_description, print_table
 

@@ -1,6 +1,6 @@
 """Does a trained network's value predict the return it then earns? Greedy episodes of a run.
 
-    python benchmarks/value_calibration.py RUN_WORKDIR [--step STEP] [--episodes 20]
+    python benchmarks/diagnostics/value_calibration.py RUN_WORKDIR [--step STEP] [--episodes 20]
 
 For every seed of the run (its newest good checkpoint, or the checkpoint ``--step``),
 ``--episodes`` greedy episodes are played as the evaluation plays them (the search with
@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp

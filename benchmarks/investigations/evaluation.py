@@ -6,8 +6,8 @@ after about ten steps, so its evaluations cost a few of the ``max_steps`` search
 whose episodes never end (CartPole with its end flags cleared) measures the full budget. Median of
 a few jitted calls after compilation, 16-simulation Gumbel search, an untrained 64x64 MLP:
 
-    python benchmarks/evaluation.py
-    python benchmarks/evaluation.py --episodes 20 --max-steps 500 --repeats 5
+    python benchmarks/investigations/evaluation.py
+    python benchmarks/investigations/evaluation.py --episodes 20 --max-steps 500 --repeats 5
 """
 
 from __future__ import annotations
@@ -15,7 +15,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp
@@ -39,7 +43,7 @@ def without_episode_ends(env):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--max-steps", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=5)

@@ -9,8 +9,8 @@ each random action repeated for n ~ Zeta(μ) steps), and counts the episodes tha
 No learning is involved: the search runs (an untrained network, 2 simulations) but its actions are
 all replaced.
 
-    python benchmarks/exploration.py
-    python benchmarks/exploration.py --envs gymnax:MountainCar-v0 --exponents none 2 --steps 1000
+    python benchmarks/investigations/exploration.py
+    python benchmarks/investigations/exploration.py --envs gymnax:MountainCar-v0 --exponents none 2 --steps 1000
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp

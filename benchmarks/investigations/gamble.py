@@ -14,9 +14,9 @@ The table gives, per model, the environment steps at which each seed's greedy ev
 reached the optimal return (0.99 or more), how many seeds play optimally at given budgets, the final
 greedy return, and the search's root value at the start (the exact optimal value is 1).
 
-    python benchmarks/gamble.py
-    python benchmarks/gamble.py --seeds 6 --first-seed 100 --steps 12000
-    python benchmarks/gamble.py --seeds 6 --first-seed 100 --models consistency momentum
+    python benchmarks/investigations/gamble.py
+    python benchmarks/investigations/gamble.py --seeds 6 --first-seed 100 --steps 12000
+    python benchmarks/investigations/gamble.py --seeds 6 --first-seed 100 --models consistency momentum
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp

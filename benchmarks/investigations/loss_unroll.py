@@ -1,6 +1,6 @@
 """Trace, compile and step time of the ``lax.scan`` unroll against a Python-loop unroll.
 
-    python benchmarks/loss_unroll.py [--quick] [--batch-size 256] [--network resnet]
+    python benchmarks/investigations/loss_unroll.py [--quick] [--batch-size 256] [--network resnet]
 
 For K in {5, 10, 20, 50}: the jitted ``value_and_grad`` of the MuZero loss with the model unrolled by
 ``jax.lax.scan`` (as ``mz_jax.make_loss_fn`` does) and by a Python for-loop (the usual PyTorch-style
@@ -16,7 +16,11 @@ slower than through straight-line code, which is why training unrolls the K step
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp
@@ -154,7 +158,7 @@ def scan_unroll_rows(
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="K in {5, 10} and fewer repeats")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--network", choices=("mlp", "resnet"), default="mlp")

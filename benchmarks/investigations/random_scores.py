@@ -12,8 +12,8 @@ in the other half, and its return is the game result from its side (+1 win, 0 dr
 seats are played by the same policy, so the expected mean over both halves is exactly 0; the table
 shows the measured value and the first-seat mean for reference.
 
-    python benchmarks/random_scores.py                    # every environment of the data file
-    python benchmarks/random_scores.py --episodes 100 --envs gymnax:CartPole-v1
+    python benchmarks/investigations/random_scores.py                    # every environment of the data file
+    python benchmarks/investigations/random_scores.py --episodes 100 --envs gymnax:CartPole-v1
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ import argparse
 import functools
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp

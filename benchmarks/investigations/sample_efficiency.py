@@ -1,7 +1,7 @@
 """What EfficientZero's terms cost in throughput: the training step with each switched on.
 
-    python benchmarks/sample_efficiency.py            # every variant, 3 timed blocks each
-    python benchmarks/sample_efficiency.py --quick    # one short block each, for a smoke test
+    python benchmarks/investigations/sample_efficiency.py            # every variant, 3 timed blocks each
+    python benchmarks/investigations/sample_efficiency.py --quick    # one short block each, for a smoke test
 
 On the ``cartpole_sample_efficient`` preset with its EfficientZero terms and mirrored batches
 switched off (MuZero), then each one switched on alone, then all of those the preset uses:
@@ -16,6 +16,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 from common import machine_description, print_table
 from training import time_training_loop
@@ -70,7 +74,7 @@ def variants(preset):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one short block per variant")
     args = parser.parse_args()
     iterations, blocks = (10, 1) if args.quick else (50, 3)

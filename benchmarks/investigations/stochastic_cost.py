@@ -1,6 +1,6 @@
 """What Stochastic MuZero costs against MuZero: one learner update and one search, same sizes.
 
-    python benchmarks/stochastic_cost.py [--quick]
+    python benchmarks/investigations/stochastic_cost.py [--quick]
 
 For a CartPole-sized game (4 inputs, 2 actions, 4 chance outcomes) and a backgammon-sized one (34
 inputs, 156 actions, 32 outcomes): the jitted ``value_and_grad`` of ``make_loss_fn`` and of
@@ -23,6 +23,10 @@ second table gives each tree's deepest path in moves: read a ratio of the first 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py etc.
 
 import jax
 import jax.numpy as jnp
@@ -141,7 +145,7 @@ def rows(repeats: int) -> tuple[list[list[str]], list[list[str]]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     args = parser.parse_args()
     print(machine_description())

@@ -8,7 +8,7 @@ moves: :func:`outcome_probabilities` gives them exactly, as fractions, instead o
 an opponent that knows those moves, :func:`worst_case` gives the best it can force and
 :func:`exploitable_positions` the agent's losing moves it can steer into: an agent with none cannot
 lose a game to any opponent, the MCTS baseline included.
-``benchmarks/tic_tac_toe_exact.py`` reports them for trained runs.
+``benchmarks/diagnostics/tic_tac_toe_exact.py`` reports them for trained runs.
 
 Boards are 9-tuples, row-major, of ``EMPTY`` / ``CROSS`` / ``NOUGHT``; the player to move follows
 from the board (X moves first). Cells are numbered as pgx numbers its actions (:func:`check_encoding`).

@@ -54,7 +54,7 @@ evaluation at 1,504) and 80% of later evaluations on target are met there; every
 steps and 60 s is not (seed 4). Seed 4's greedy policy balances the pole and drifts off the track's
 end; it learns to stop once its replay holds about ten episodes that ended there, which take over
 300 steps each to drift that far, and 16 environments give it one by 3,088 steps and 11 by 6,000
-(``benchmarks/cartpole_failures.py``).
+(``benchmarks/diagnostics/cartpole_failures.py``).
 
 Every measurement behind these settings, and what was tried and not adopted:
 benchmarks/tuning/cartpole_sample_efficient.md.

@@ -10,7 +10,7 @@ steps, EfficientZero's consistency term with weight 2 and no commitment term
 updates of batch 128 per iteration, 18,740 updates; at 100k steps it scored no better than MuZero,
 and both score higher at 300k).
 
-64 greedy games per seed from the final networks (``python benchmarks/game_2048.py --workdir RUN
+64 greedy games per seed from the final networks (``python benchmarks/diagnostics/game_2048.py --workdir RUN
 --games 64``): over seeds 10-12, 20-22 and 30-32 Stochastic MuZero averages 2,413 and MuZero (the
 same settings, no chance codes) 2,210, 9% ahead, short of the 20% target and well inside the
 seeds' spread; the uniformly random legal move scores 1,092 on the same starting boards.

@@ -8,7 +8,7 @@ self-play settled on a few drawn lines, so positions a blunder creates never rea
 ``value_loss_weight`` 1.0, and the learning rate decayed over the run. A learning rate of 1e-3 over
 400k steps rather than 3e-3 over 200k then removed the positions where an opponent could exploit it.
 
-``python benchmarks/tic_tac_toe_exact.py <workdir>`` compares the agent's move in all 4,520
+``python benchmarks/diagnostics/tic_tac_toe_exact.py <workdir>`` compares the agent's move in all 4,520
 positions with the solved game: on seeds 10-15 no opponent can win a game against it in either
 seat, and its move keeps the game's value in 4,492 to 4,507 of the 4,520 positions.
 
