@@ -25,8 +25,9 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.mcts.model import make_recurrent_fn, make_root_fn
-from mz_jax.mcts.policies import SearchConfig, search
+from mz_jax.mcts.policies import search
 from mz_jax.types import ModelOutput, MuZeroNetwork
 
 OBSERVATION_SIZE = 16

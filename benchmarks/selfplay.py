@@ -18,8 +18,8 @@ import sys
 import jax
 from common import machine_description, median_seconds, print_table
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.envs import make_env
-from mz_jax.mcts.policies import SearchConfig
 from mz_jax.networks import make_mlp_network
 from mz_jax.training import actor
 

@@ -20,9 +20,9 @@ import jax
 import jax.numpy as jnp
 
 from mz_jax import TrainConfig
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig
 from mz_jax.envs import Env, EnvState, TimeStep, make_env, register_env
-from mz_jax.mcts.policies import SearchConfig
 from mz_jax.run.loop import run_training
 from mz_jax.run.records import read_metrics
 

@@ -21,7 +21,8 @@ import jax.numpy as jnp
 from flax import nnx
 
 from mz_jax import Batch, ModelOutput, MuZeroNetwork, make_loss_fn, min_max_normalize
-from mz_jax.mcts.policies import SearchConfig, search
+from mz_jax.config.search import SearchConfig
+from mz_jax.mcts.policies import search
 
 OBSERVATION_SIZE, NUM_ACTIONS, LATENT = 5, 4, 16
 SUPPORT = 5  # value and reward logits over the support [-5, 5]: 11 bins

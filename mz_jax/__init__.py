@@ -14,20 +14,21 @@ The subpackages are layers, each importing only those below it::
     suite      suites over environments x seeds, opponents, reports
     run        one run on the host: loop, workdir, logs, checkpoints, Agent
     training   the compiled iteration: actor, replay, reanalyse, learner, build, make_train
-    config     TrainConfig, NetworkConfig, their checks, presets, dotted overrides
     mcts       search with mctx on the learned model; the MCTS baseline on the true game
+    config     TrainConfig, NetworkConfig, SearchConfig, their checks, overrides, presets
+    networks   Flax NNX networks as pure functions      envs   environments by name
     core       ops, transforms, unroll, losses, targets, batch checks, field rules
-    networks, envs   Flax NNX networks as pure functions; environments by name
+    types      the data types of the public contract
 """
 
 from mz_jax import config, core, envs, mcts, networks, run, training
-from mz_jax.config import NetworkConfig, TrainConfig
+from mz_jax.config import NetworkConfig, SearchConfig, TrainConfig
 from mz_jax.core.loss import LossAux, check_batch, make_loss_fn
 from mz_jax.core.ops import min_max_normalize, scale_gradient
 from mz_jax.core.stochastic_loss import make_stochastic_loss_fn
 from mz_jax.core.targets import make_targets
 from mz_jax.envs import Env, list_envs, make_env, register_env
-from mz_jax.mcts import SearchConfig, SearchOutput, search
+from mz_jax.mcts import SearchOutput, search
 from mz_jax.networks import make_mlp_network, make_resnet_network
 from mz_jax.run import Agent, run_training
 from mz_jax.training.build import Components, build

@@ -17,8 +17,8 @@ import os
 import signal
 import sys
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
-from mz_jax.mcts.policies import SearchConfig
 
 NUM_ENVS = 4
 ROLLOUT_LENGTH = 2

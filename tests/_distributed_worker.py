@@ -35,8 +35,8 @@ def main(port: int, process_id: int, output: str) -> None:
     )
     import numpy as np
 
+    from mz_jax.config.search import SearchConfig
     from mz_jax.config.train import NetworkConfig, TrainConfig
-    from mz_jax.mcts.policies import SearchConfig
     from mz_jax.training.train import make_train
 
     assert jax.process_count() == 2 and jax.process_index() == process_id

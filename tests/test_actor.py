@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from mz_jax import networks
+from mz_jax.config.search import SearchConfig
 from mz_jax.envs import make_env
-from mz_jax.mcts.policies import SearchConfig
 from mz_jax.training import actor
 from mz_jax.training import evaluate as evaluate_lib
 

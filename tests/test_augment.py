@@ -10,11 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from mz_jax.config.checks import check_reflection
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
 from mz_jax.envs import Reflection, make_env
-from mz_jax.mcts.policies import SearchConfig
 from mz_jax.run import metrics
-from mz_jax.training.augment import check_reflection, reflect_batch
+from mz_jax.training.augment import reflect_batch
 from mz_jax.training.build import build
 from mz_jax.training.train import make_train
 from mz_jax.types import Batch

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from _xla import LEVEL_1
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
-from mz_jax.mcts.policies import SearchConfig
 from mz_jax.networks import count_params, stochastic_resnet_network
 from mz_jax.run import metrics
 from mz_jax.training import build

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
-from mz_jax.mcts.policies import SearchConfig
 
 
 def test_defaults_are_valid():

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from _target_params import assert_target_params_only_encode_targets
 
+from mz_jax.config import search
 from mz_jax.core import transforms
 from mz_jax.core.loss import make_loss_fn, value_prefix_matrix
 from mz_jax.mcts import model as search_model
@@ -339,7 +340,7 @@ def test_reanalysed_policies_are_a_direct_search_with_the_given_params():
     from mz_jax.networks import make_mlp_network
 
     network, params = make_mlp_network(0, observation_shape=(2,), num_actions=2)
-    config = mcts.SearchConfig(num_simulations=4, discount=0.9, two_player=False)
+    config = search.SearchConfig(num_simulations=4, discount=0.9, two_player=False)
     b, w, k = 3, 5, 2
     rng = np.random.default_rng(0)
     window = _window([0.0] * w, [0.0] * w)
@@ -411,7 +412,7 @@ def test_values_by_search_are_root_values_of_a_lookahead(policy):
         return output, hidden
 
     network = MuZeroNetwork(initial_inference, recurrent_inference)
-    config = mcts.SearchConfig(num_simulations=n, discount=g, two_player=False, policy=policy)
+    config = search.SearchConfig(num_simulations=n, discount=g, two_player=False, policy=policy)
     window = _window([1.0] * 4, [-5.0] * 4)
     window = window._replace(legal_action_mask=jnp.ones((4, 2), bool))
     windows = jax.tree.map(lambda x: x[None], window)
@@ -426,7 +427,7 @@ def test_values_by_search_are_a_direct_greedy_search_with_the_given_params():
     from mz_jax.networks import make_mlp_network
 
     network, params = make_mlp_network(0, observation_shape=(2,), num_actions=2)
-    config = mcts.SearchConfig(num_simulations=4, discount=0.9, two_player=False)
+    config = search.SearchConfig(num_simulations=4, discount=0.9, two_player=False)
     b, w = 3, 5
     rng = np.random.default_rng(1)
     window = _window([0.0] * w, [-7.0] * w, truncated=[3])

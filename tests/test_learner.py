@@ -18,8 +18,8 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import mz_jax
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
-from mz_jax.mcts.policies import SearchConfig
 from mz_jax.networks import make_mlp_network
 from mz_jax.training import learner
 from mz_jax.training.train import make_train

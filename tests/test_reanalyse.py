@@ -5,8 +5,8 @@ import dataclasses
 import jax
 import numpy as np
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
-from mz_jax.mcts.policies import SearchConfig
 from mz_jax.training.train import make_train
 
 CONFIG = TrainConfig(

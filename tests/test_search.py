@@ -21,9 +21,10 @@ import numpy as np
 import pgx
 import pytest
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.core import transforms
 from mz_jax.mcts.model import make_recurrent_fn, make_root_fn
-from mz_jax.mcts.policies import SearchConfig, SearchOutput, search
+from mz_jax.mcts.policies import SearchOutput, search
 from mz_jax.types import ModelOutput, MuZeroNetwork
 
 SUPPORT = 3  # 7 bins: h(x) reaches 3 at |x| ≈ 15, far beyond the numbers used here.

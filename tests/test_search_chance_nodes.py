@@ -16,9 +16,10 @@ import mctx
 import numpy as np
 import pytest
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.core import transforms
 from mz_jax.mcts.model import make_chance_fn, make_decision_fn, make_root_fn
-from mz_jax.mcts.policies import SearchConfig, search
+from mz_jax.mcts.policies import search
 from mz_jax.types import AfterstateOutput, ModelOutput, StochasticMuZeroNetwork
 
 SUPPORT = 3

@@ -20,10 +20,11 @@ import mctx
 import numpy as np
 import pytest
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.core import transforms
 from mz_jax.mcts.chance_gumbel import gumbel_stochastic_muzero_policy
 from mz_jax.mcts.model import make_chance_fn, make_decision_fn, make_root_fn
-from mz_jax.mcts.policies import SearchConfig, search
+from mz_jax.mcts.policies import search
 from mz_jax.types import AfterstateOutput, ModelOutput, StochasticMuZeroNetwork
 
 SUPPORT = 5

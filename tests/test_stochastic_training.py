@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from mz_jax import Batch
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
-from mz_jax.mcts.policies import SearchConfig
 from mz_jax.run import metrics
 from mz_jax.training import build
 from mz_jax.training.train import make_train

@@ -14,8 +14,9 @@ import optax
 import pytest
 
 from mz_jax import networks
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
-from mz_jax.mcts.policies import SearchConfig, search
+from mz_jax.mcts.policies import search
 from mz_jax.run import metrics
 from mz_jax.training import build, iteration, learner
 from mz_jax.training.train import make_train

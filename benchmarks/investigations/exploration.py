@@ -27,8 +27,8 @@ import jax.numpy as jnp
 from common import machine_description, print_table
 
 from mz_jax import networks
+from mz_jax.config.search import SearchConfig
 from mz_jax.envs import make_env
-from mz_jax.mcts.policies import SearchConfig
 from mz_jax.training import actor
 
 ENVS = ("gymnax:MountainCar-v0", "gymnax:Acrobot-v1")

@@ -35,9 +35,9 @@ import numpy as np
 from common import machine_description, median_seconds, print_table
 
 from mz_jax import Batch, make_loss_fn, make_stochastic_loss_fn, search
+from mz_jax.config.search import SearchConfig
 from mz_jax.mcts.chance_gumbel import gumbel_stochastic_muzero_policy
 from mz_jax.mcts.model import make_chance_fn, make_decision_fn, make_recurrent_fn, make_root_fn
-from mz_jax.mcts.policies import SearchConfig
 from mz_jax.networks import mlp_network, stochastic_mlp_network
 from mz_jax.types import StochasticMuZeroNetwork
 

@@ -1,10 +1,13 @@
-"""The rules a whole :class:`~mz_jax.TrainConfig` must satisfy, checked before anything is built.
+"""Every check of a configuration, in one place, run before anything is built or compiled.
 
-Each field is checked by its own rule in :mod:`mz_jax.core.validation`; :func:`check_train_config` runs
-those and then the rules that relate several fields (the replay must hold one sequence per
-environment stream; the momentum encoder needs a consistency loss). Every failure is one
-``ValueError`` naming the field, its value and what is allowed. The environment's name is checked
-against the registry by :mod:`mz_jax.training.build` (listing the registry imports every backend).
+Each field is checked by its own rule in :mod:`mz_jax.core.validation` (the rules the network and
+search factories apply to their arguments too), from the dataclasses' ``__post_init__``.
+:func:`check_train_config` runs those of a :class:`~mz_jax.TrainConfig` and then the rules that
+relate several fields (the replay must hold one sequence per environment stream; the momentum
+encoder needs a consistency loss); :func:`check_for_env` the rules that relate the configuration to
+its environment (a mirror symmetry for ``augment_reflection``, chance outcomes for
+``chance_codes="environment"``, the number of players), once :func:`mz_jax.build` has made it.
+Every failure is one ``ValueError`` naming the field, its value and what is allowed.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from mz_jax.config.network import NetworkConfig
+from mz_jax.config.search import SearchConfig
 from mz_jax.core import validation
 from mz_jax.core.validation import fail
-from mz_jax.mcts.policies import SearchConfig
+from mz_jax.envs import GYMNAX_PREFIX, PGX_PREFIX, Env, Reflection, gymnax_adapter, pgx_adapter
 
 
 def check_train_config(config: Any) -> None:
@@ -115,4 +119,68 @@ def check_train_config(config: Any) -> None:
             config.min_replay_steps,
             f"at most replay_capacity // num_envs = {slots} (the steps one environment stream "
             "holds; more would never be reached)",
+        )
+
+
+def check_for_env(config: Any, env: Env) -> None:
+    """Raises ``ValueError`` naming the first field of ``config`` (a :class:`~mz_jax.TrainConfig`)
+    that ``env`` cannot train with: ``augment_reflection`` without a mirror symmetry, what
+    Stochastic MuZero does not combine with, or ``search.two_player`` against its players."""
+    if config.augment_reflection:
+        _check_reflection(config, env)
+    if config.network.num_chance_outcomes is not None:
+        _check_stochastic(config, env)
+    two_player = env.num_players == 2
+    if config.search.two_player not in (None, two_player):
+        fail(
+            "search.two_player",
+            config.search.two_player,
+            f"None or {two_player} ({env.name} has {env.num_players} player(s))",
+        )
+
+
+def _check_reflection(config: Any, env: Env) -> None:
+    """Refuses ``augment_reflection`` where ``env`` has no mirror symmetry, or an invalid one."""
+    if env.reflection is None:
+        known = [GYMNAX_PREFIX + name for name in gymnax_adapter.REFLECTIONS]
+        known += [PGX_PREFIX + name for name in pgx_adapter.REFLECTIONS]
+        fail(
+            "augment_reflection",
+            config.augment_reflection,
+            f"False for {env.name}, which has no mirror symmetry written down (Env.reflection; "
+            f"these have one: {', '.join(known)})",
+        )
+    check_reflection(env.reflection, env.num_actions, env.name)
+
+
+def _check_stochastic(config: Any, env: Env) -> None:
+    """Refuses what Stochastic MuZero (``network.num_chance_outcomes``) does not combine with, and
+    ``chance_codes="environment"`` where ``env`` names no outcomes or more than the network has."""
+    chance = f"with network.num_chance_outcomes = {config.network.num_chance_outcomes}"
+    if config.network.value_prefix_horizon is not None:
+        fail("network.value_prefix_horizon", config.network.value_prefix_horizon, f"None {chance}")
+    if config.chance_codes == "environment":
+        if env.chance_outcome is None:
+            fail(
+                "chance_codes",
+                config.chance_codes,
+                f"'learned' for {env.name}, which does not name its chance outcomes (pgx:2048 "
+                "and pgx:backgammon do; an action_repeat above 1 does not)",
+            )
+        if config.network.num_chance_outcomes < env.num_chance_outcomes:
+            fail(
+                "network.num_chance_outcomes",
+                config.network.num_chance_outcomes,
+                f"an integer >= {env.num_chance_outcomes} with chance_codes='environment': "
+                f"{env.name} names {env.num_chance_outcomes} outcomes",
+            )
+
+
+def check_reflection(reflection: Reflection, num_actions: int, name: str) -> None:
+    """Raises ValueError unless ``reflection.actions`` permutes ``range(num_actions)``."""
+    actions = tuple(reflection.actions)
+    if sorted(actions) != list(range(num_actions)):
+        raise ValueError(
+            f"{name}'s reflection.actions {actions!r} is invalid: allowed a permutation of "
+            f"range({num_actions}), the mirror image of each action"
         )

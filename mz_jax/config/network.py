@@ -1,7 +1,7 @@
 """The network's configuration: which architecture :func:`mz_jax.training.build.build` makes, and its sizes.
 
 A field of :class:`mz_jax.config.train.TrainConfig` (``--network.hidden-sizes 128 128``); it lives here,
-beside the networks it describes, as :class:`mz_jax.mcts.policies.SearchConfig` lives beside the search.
+beside the networks it describes, as :class:`mz_jax.config.search.SearchConfig` lives beside the search.
 """
 
 from __future__ import annotations

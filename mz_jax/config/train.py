@@ -11,9 +11,9 @@ from typing import Literal
 
 from mz_jax.config.checks import check_train_config
 from mz_jax.config.network import NetworkConfig
+from mz_jax.config.search import SearchConfig
 from mz_jax.core import validation
 from mz_jax.core.validation import fail
-from mz_jax.mcts.policies import SearchConfig
 
 __all__ = ["NetworkConfig", "SearchConfig", "TrainConfig"]
 

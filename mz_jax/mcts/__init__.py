@@ -6,10 +6,9 @@ Named ``mcts`` because ``mz_jax.search`` is the search function itself.
 """
 
 from mz_jax.mcts import baseline, chance_gumbel, model, policies
-from mz_jax.mcts.policies import SearchConfig, SearchOutput, search
+from mz_jax.mcts.policies import SearchOutput, search
 
 __all__ = [
-    "SearchConfig",
     "SearchOutput",
     "baseline",
     "chance_gumbel",

@@ -27,10 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import TrainConfig
 from mz_jax.envs import Env
 from mz_jax.mcts import baseline
-from mz_jax.mcts.policies import SearchConfig, search
+from mz_jax.mcts.policies import search
 from mz_jax.run import checkpoint as checkpoint_lib
 from mz_jax.run.resume import read_config
 from mz_jax.training import evaluate as evaluate_lib
@@ -133,7 +134,7 @@ class Agent:
 
     def with_search(self, **changes: Any) -> Agent:
         """This agent searching differently: the same configuration, parameters and counters, with
-        ``changes`` to the fields of its :class:`~mz_jax.mcts.policies.SearchConfig` (e.g.
+        ``changes`` to the fields of its :class:`~mz_jax.config.search.SearchConfig` (e.g.
         ``agent.with_search(num_simulations=64)`` to play with a deeper search than training's).
 
         Raises:

@@ -51,13 +51,3 @@ def reflect_batch(batch: Batch, flip: Array, reflection: Reflection) -> Batch:
         target_policy=choose(batch.target_policy[..., preimage], batch.target_policy),
         next_observation=next_observation,
     )
-
-
-def check_reflection(reflection: Reflection, num_actions: int, name: str) -> None:
-    """Raises ValueError unless ``reflection.actions`` permutes ``range(num_actions)``."""
-    actions = tuple(reflection.actions)
-    if sorted(actions) != list(range(num_actions)):
-        raise ValueError(
-            f"{name}'s reflection.actions {actions!r} is invalid: allowed a permutation of "
-            f"range({num_actions}), the mirror image of each action"
-        )

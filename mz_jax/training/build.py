@@ -24,23 +24,20 @@ from collections.abc import Callable
 import optax
 
 from mz_jax import networks
+from mz_jax.config.checks import check_for_env
 from mz_jax.config.network import NetworkConfig
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import TrainConfig
 from mz_jax.core import transforms
 from mz_jax.core.loss import LossFn, make_loss_fn
 from mz_jax.core.stochastic_loss import make_stochastic_loss_fn
 from mz_jax.core.validation import fail
 from mz_jax.envs import (
-    GYMNAX_PREFIX,
-    PGX_PREFIX,
     Env,
-    gymnax_adapter,
     make_env,
-    pgx_adapter,
     repeat_action,
 )
-from mz_jax.mcts.policies import SearchConfig
-from mz_jax.training import augment, learner
+from mz_jax.training import learner
 from mz_jax.types import Array, MuZeroNetwork, Params, StochasticMuZeroNetwork
 
 
@@ -111,11 +108,8 @@ def build(config: TrainConfig, *, unroll: int | bool | None = None) -> Component
     unroll_learner = unrolls_learner(config, env)
     if unroll is None:
         unroll = True if unroll_learner else 1
-    if config.augment_reflection:
-        check_reflection(config, env)
+    check_for_env(config, env)
     network_config = network_config_for(config, env)
-    if network_config.num_chance_outcomes is not None:
-        check_stochastic(config, env)
     network, init_params = make_network(
         network_config, env, projection=config.consistency_loss_weight > 0
     )
@@ -186,52 +180,9 @@ def unrolls_learner(config: TrainConfig, env: Env) -> bool:
     return network_kind(config.network, env) == "resnet" or config.network.conv_channels is not None
 
 
-def check_reflection(config: TrainConfig, env: Env) -> None:
-    """Refuses ``augment_reflection`` where ``env`` has no mirror symmetry, or an invalid one."""
-    if env.reflection is None:
-        known = [GYMNAX_PREFIX + name for name in gymnax_adapter.REFLECTIONS]
-        known += [PGX_PREFIX + name for name in pgx_adapter.REFLECTIONS]
-        fail(
-            "augment_reflection",
-            config.augment_reflection,
-            f"False for {env.name}, which has no mirror symmetry written down (Env.reflection; "
-            f"these have one: {', '.join(known)})",
-        )
-    augment.check_reflection(env.reflection, env.num_actions, env.name)
-
-
-def check_stochastic(config: TrainConfig, env: Env) -> None:
-    """Refuses what Stochastic MuZero (``network.num_chance_outcomes``) does not combine with, and
-    ``chance_codes="environment"`` where ``env`` names no outcomes or more than the network has."""
-    chance = f"with network.num_chance_outcomes = {config.network.num_chance_outcomes}"
-    if config.network.value_prefix_horizon is not None:
-        fail("network.value_prefix_horizon", config.network.value_prefix_horizon, f"None {chance}")
-    if config.chance_codes == "environment":
-        if env.chance_outcome is None:
-            fail(
-                "chance_codes",
-                config.chance_codes,
-                f"'learned' for {env.name}, which does not name its chance outcomes (pgx:2048 "
-                "and pgx:backgammon do; an action_repeat above 1 does not)",
-            )
-        if config.network.num_chance_outcomes < env.num_chance_outcomes:
-            fail(
-                "network.num_chance_outcomes",
-                config.network.num_chance_outcomes,
-                f"an integer >= {env.num_chance_outcomes} with chance_codes='environment': "
-                f"{env.name} names {env.num_chance_outcomes} outcomes",
-            )
-
-
 def search_config_for(config: TrainConfig, env: Env) -> SearchConfig:
     """``config.search`` with the discount of training and the environment's number of players."""
     two_player = env.num_players == 2
-    if config.search.two_player not in (None, two_player):
-        fail(
-            "search.two_player",
-            config.search.two_player,
-            f"None or {two_player} ({env.name} has {env.num_players} player(s))",
-        )
     return dataclasses.replace(config.search, discount=config.discount, two_player=two_player)
 
 
@@ -365,7 +316,7 @@ def make_network(
         channels=config.channels, num_blocks=config.num_blocks, downsample=config.downsample
     )
     if config.num_chance_outcomes is not None:
-        # No value prefix here: check_stochastic refuses it.
+        # No value prefix here: mz_jax.config.checks.check_for_env refuses it.
         chance = dict(num_chance_outcomes=config.num_chance_outcomes, **common)
         if kind == "mlp":
             return networks.stochastic_mlp_network(**mlp, **chance)

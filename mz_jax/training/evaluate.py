@@ -13,9 +13,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.envs import Env
 from mz_jax.mcts import baseline
-from mz_jax.mcts.policies import SearchConfig, search
+from mz_jax.mcts.policies import search
 from mz_jax.training.actor import perspective_sign
 from mz_jax.types import Array, MuZeroNetwork, Params
 

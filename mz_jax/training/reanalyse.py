@@ -26,8 +26,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.core.transforms import logits_to_scalar
-from mz_jax.mcts.policies import SearchConfig, search
+from mz_jax.mcts.policies import search
 from mz_jax.training.replay import ReplayIndex, ReplayState, slots_since
 from mz_jax.types import Array, MuZeroNetwork, Params, Trajectory
 

@@ -22,9 +22,9 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import TrainConfig
 from mz_jax.envs import Env
-from mz_jax.mcts.policies import SearchConfig
 from mz_jax.training import actor as actor_lib
 from mz_jax.training import evaluate as evaluate_lib
 from mz_jax.training import iteration as iteration_lib
