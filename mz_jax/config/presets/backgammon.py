@@ -1,21 +1,13 @@
 """Backgammon (pgx) with Stochastic MuZero: the dice are the chance events, one move per die, so the
 same player often moves twice in a row (the turn head tells the search who moves next).
 
-Settings: an MLP of 128 x 128 with a 64-wide latent state, C = 32 chance codes, supports of 3 (a
-game pays +-1, 2 or 3 at its end), discount 1 with value targets over 10 steps, Gumbel search with
-chance nodes and 16 simulations (:mod:`mz_jax.mcts.chance_gumbel`; with pUCT it lost to random play),
-16 environments x 4 steps and 4 updates of batch 128 per iteration, the value and afterstate value
-terms weighted 2 (the default is 0.25; of the many changes tried, the one that moved it), 1M
-environment steps (about 5,000 games; 2M steps gained no more than what 500 games resolve).
-Evaluated greedily every 50k steps against the uniformly random player, 32 games with the agent in
-each seat half the time; the suite file ``benchmarks/suites/stochastic.toml`` then plays it 500 games.
+For chance outside the agent's control in a two-player game: an MLP with C = 32 chance codes,
+Gumbel search with chance nodes, value targets over 10 steps at discount 1 with the value terms
+weighted 2, and 1M environment steps. It wins most games against the uniformly random player,
+short of the target of 90%.
 
-Over 1M steps (``mz-jax eval --workdir RUN --episodes 500 --seed-index I``) it won **0.872 and
-0.894** of 500 games against the random player on seeds 10 and 11 and **0.852 and 0.834** on the
-held-out seeds 40 and 41: 0.863 over the four seeds, short of the target (0.90).
-
-Every measurement behind these settings, and what was tried and not adopted:
-benchmarks/tuning/backgammon.md.
+Tuning record: benchmarks/tuning/backgammon.md (Stochastic MuZero's experiment log:
+benchmarks/tuning/stochastic_muzero.md). Results: benchmarks/RESULTS.md#backgammon.
 """
 
 import dataclasses

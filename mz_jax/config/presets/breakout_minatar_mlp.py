@@ -1,22 +1,12 @@
 """Breakout-MinAtar (gymnax) sized for a CPU: an MLP on the flattened [10, 10, 4] frame.
 
-The ``breakout_minatar`` preset (a ResNet) is for an accelerator; on two CPU cores it runs about 8 s
-per iteration of 256 environment steps. This one runs 1M environment steps and 62,500 learner
-updates in 21 to 42 minutes on two CPU cores with the machine to itself. What it needed beyond an
-MLP: many updates per environment step (4 updates of batch 128 for every 64 steps; 2 per 128 steps
-stayed at the random policy's level), CartPole's recipe for the targets (values bootstrapped from
-the network's current values, ``reanalyse_values``, ``td_steps`` 5, discount 0.99, priorities to the
-power 0.5 and the learning rate decayed over the run), and decoupled weight decay (AdamW,
-``decoupled_weight_decay``: under Adam an L2 term drives the weights the loss barely moves to zero).
-A 3x3 convolution before the dense layers learned sooner but cost about 3x the time per environment
-step on two CPU cores, so this preset keeps the plain MLP.
+For MinAtar on two CPU cores, where the ResNet of ``breakout_minatar`` is too slow: 1M environment
+steps in under an hour a seed, with many updates per environment step, CartPole's value targets
+(fresh values over 5 steps) and AdamW. On Breakout it ends about two thirds of the way from the
+random policy to gymnax's PPO checkpoint; the ``minatar`` suite trains it on four games.
 
-``mz-jax train --config breakout_minatar_mlp --seed 0``, then ``--seed 1 --num-seeds 2``, and
-``mz-jax eval --episodes 256`` of the final checkpoints: 13.48, 22.44 and 18.00 for seeds 0-2, a
-mean of 17.97 (the uniformly random policy scores 0.43); seed 20, never used for a choice, 15.77.
-
-Every measurement behind these settings, and what was tried and not adopted:
-benchmarks/tuning/breakout_minatar_mlp.md.
+Tuning record: benchmarks/tuning/breakout_minatar_mlp.md. Results:
+benchmarks/RESULTS.md#breakout_minatar_mlp (the suite: benchmarks/RESULTS.md#minatar_suite).
 """
 
 from mz_jax import NetworkConfig, SearchConfig, TrainConfig

@@ -1,23 +1,11 @@
 """CartPole-v1 (gymnax): the quick end-to-end check that MuZero learns; a greedy 475 in about a minute.
 
-Choices that mattered in our runs: discount 0.99 (with 0.997 the values outgrow the value support
-and runs collapsed; with 0.97 the horizon is too short to see the cart drifting out of bounds);
-Gumbel MuZero with ``rescale_values=False`` (with two actions, min-max rescaling maps any Q
-difference to the full [0, 1] range, so the policy target chased noise); ``priority_alpha`` 0.5 and
-a cosine learning-rate decay over the run (steadier late training); ``reanalyse_values`` with
-``td_steps`` 5 and the current parameters (``target_update_every`` 1), value targets that bootstrap
-from the network instead of the search values stored when acting; learning rate 5e-4 (once on
-target, it holds there more often than at 1e-3); EfficientZero's consistency loss (weight 2) with
-the value term weighted 0.5 (a greedy 475 after about half the env steps); mirrored batches
-(``augment_reflection``: steadier once on target, at no cost per step).
+Gumbel search, value targets bootstrapped from the network's current values over 5 steps at
+discount 0.99, EfficientZero's consistency loss and mirrored batches; 200k environment steps at
+0.06 updates per environment step (``cartpole_sample_efficient`` spends its compute on learning
+instead). Every seed measured reaches a greedy 475 and holds it.
 
-Measured with ``python benchmarks/learning.py --config cartpole`` (the README has the table): every
-seed measured (0-5) reached a greedy 475 after 52-76 s (25k-45k env steps, median 30k) and ended at
-499 or more; 55 of the 60 evaluations after each seed's first 475 reached it again, and 194 of the
-200 from then on.
-
-Every measurement behind these settings, and what was tried and not adopted:
-benchmarks/tuning/cartpole.md.
+Tuning record: benchmarks/tuning/cartpole.md. Results: benchmarks/RESULTS.md#cartpole.
 """
 
 from mz_jax import NetworkConfig, SearchConfig, TrainConfig

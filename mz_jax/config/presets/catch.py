@@ -1,9 +1,9 @@
 """Catch (bsuite, via gymnax): the fastest end-to-end check that MuZero learns.
 
-The agent catches every ball (greedy return +1) after about 8,000 environment steps (4,000 updates):
-a minute and a half on two busy CPU cores, compile included. A high replay ratio (one update of 128
-sequences per 2 environment steps) makes it that fast; with 16 environments and 8 updates per 64 steps
-it needs about 50,000 steps.
+A high replay ratio (one update of 128 sequences per 2 environment steps) and Monte-Carlo value
+targets; the agent catches every ball within a few thousand environment steps.
+
+Tuning record: benchmarks/tuning/catch.md. Results: benchmarks/RESULTS.md#catch.
 """
 
 from mz_jax import NetworkConfig, SearchConfig, TrainConfig

@@ -1,23 +1,12 @@
 """Connect four (pgx): the tic-tac-toe preset's recipe on a 6 x 7 board.
 
-Rewards are +1/-1/0 at the end of the game (42 moves at most), so the targets are Monte-Carlo
-returns (discount 1, ``td_steps`` 42) and the value support is small. Otherwise the ``tic_tac_toe``
-preset (benchmarks/tuning/tic_tac_toe.md says why each setting): half of self-play's moves uniformly
-random, value loss weight 1, Gumbel search with 32 simulations, a learning rate of 1e-3 decayed
-over 400k environment steps, with a wider MLP (256 x 256) for the larger board, the reward term
-weighted 16 (``reward_loss_weight``: a win is one transition in twenty, and with weight 1 the other
-terms outweighed it and the model did not learn what wins) and half of every batch mirrored left to
-right (``augment_reflection``: ahead on each of the board suite's measures but one seed's wins
-against ``mcts:200``, at no measurable cost). The board suite trains it and then plays ``mcts:200``
-(MCTS with random rollouts on the true game, 200 simulations).
+Monte-Carlo value targets (discount 1, ``td_steps`` 42), half of self-play's moves uniformly
+random, a wider MLP (256 x 256), the reward term weighted 16 (a win is one transition in twenty)
+and half of every batch mirrored left to right. It beats the random player but wins few games
+against ``mcts:200`` (MCTS with random rollouts on the true game), short of both targets.
 
-The board suite (``mz-jax suite --suite board --seeds 3``, seeds 0-2, 400k steps): final mean
-results of 64 games against the random player 0.97, 1.00 and 1.00, and 31, 31 and 29 of 200 games
-won against ``mcts:200`` (75 of 300 moving first, 16 of 300 moving second). It still misses both
-targets: 99% wins against the random player in each seat, and 90% of the games against ``mcts:200``.
-
-Every measurement behind these settings, and what was tried and not adopted:
-benchmarks/tuning/connect_four.md.
+Tuning record: benchmarks/tuning/connect_four.md (the recipe's reasons:
+benchmarks/tuning/tic_tac_toe.md). Results: benchmarks/RESULTS.md#connect_four.
 """
 
 import dataclasses

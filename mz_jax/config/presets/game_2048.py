@@ -1,22 +1,12 @@
 """2048 (pgx) with Stochastic MuZero: after each move a tile (2 or 4) appears in an empty cell at
 random, so the model has afterstates and C = 32 chance codes (16 cells x 2 tiles at most).
 
-Settings: an MLP of 64 x 64 with a 64-wide latent state, supports of 60 and 50 for the values and
-rewards (a move's reward is the sum of the tiles it merges, up to thousands over a game), Gumbel
-search with chance nodes and 64 simulations (:mod:`mz_jax.mcts.chance_gumbel`; 64 rather than 16
-lifted Stochastic MuZero; with pUCT it stayed near the random move's score), value targets over 10
-steps, EfficientZero's consistency term with weight 2 and no commitment term
-(docs/stochastic_muzero.md says why both), 300k environment steps (16 environments x 4 steps and 4
-updates of batch 128 per iteration, 18,740 updates; at 100k steps it scored no better than MuZero,
-and both score higher at 300k).
+An MLP with supports sized for scores in the thousands, Gumbel search with chance nodes (64
+simulations), EfficientZero's consistency term and no commitment term, 300k environment steps. It
+scores a little above MuZero with the same settings, short of the target of 20% above.
 
-64 greedy games per seed from the final networks (``python benchmarks/diagnostics/game_2048.py --workdir RUN
---games 64``): over seeds 10-12, 20-22 and 30-32 Stochastic MuZero averages 2,413 and MuZero (the
-same settings, no chance codes) 2,210, 9% ahead, short of the 20% target and well inside the
-seeds' spread; the uniformly random legal move scores 1,092 on the same starting boards.
-
-Every measurement behind these settings, and what was tried and not adopted:
-benchmarks/tuning/game_2048.md.
+Tuning record: benchmarks/tuning/game_2048.md (Stochastic MuZero's experiment log:
+benchmarks/tuning/stochastic_muzero.md). Results: benchmarks/RESULTS.md#game_2048.
 """
 
 from mz_jax import NetworkConfig, SearchConfig, TrainConfig
