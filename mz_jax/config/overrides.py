@@ -1,13 +1,51 @@
-"""Configurations as plain JSON values and back: ``config.json``'s round trip and its differences."""
+"""Changing a configuration by dotted field names, and configurations as plain JSON values and back.
+
+:func:`override` is the one way a configuration is changed by name: the presets build on
+:class:`~mz_jax.TrainConfig` or on each other with it, a suite file's ``overrides`` table goes
+through it, and the command line's flags are the same dotted names (``--search.num-simulations 8``
+sets ``search.num_simulations``). :func:`config_to_dict` and :func:`config_from_dict` are the
+``config.json`` round trip; :func:`config_differences` lists what two of them differ in.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 from mz_jax.config.train import TrainConfig
+
+
+def override(config: TrainConfig, changes: Mapping[str, Any]) -> TrainConfig:
+    """A copy of ``config`` with each field named in ``changes`` set to its value.
+
+    Nested fields are named with dots, as on the command line: ``{"num_envs": 32,
+    "search.num_simulations": 8, "network.hidden_sizes": (128, 128)}``. Lists become tuples at any
+    depth, so values read from TOML or JSON fit. The copy is validated as a whole, as every
+    :class:`~mz_jax.TrainConfig` is.
+
+    Raises:
+      ValueError: for an unknown field (naming it and the fields allowed there), a field below one
+        that is not a dataclass, or an invalid value (the configuration's own message).
+    """
+    values = config_to_dict(config)
+    for dotted, value in changes.items():
+        *parents, name = dotted.split(".")
+        node = values
+        for parent in parents:
+            if not isinstance(node.get(parent), dict):
+                raise ValueError(f"unknown config field {dotted!r}")
+            node = node[parent]
+        node[name] = _json_value(value)  # an unknown name is refused below, with the known ones
+    return config_from_dict(values)
+
+
+def _json_value(value: Any) -> Any:
+    """``value`` as :func:`config_to_dict` would hold it (tuples as lists), so one path builds the
+    copy."""
+    return json.loads(json.dumps(value))
 
 
 def config_to_dict(config: Any) -> dict:

@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from mz_jax.config.overrides import config_from_dict, config_to_dict
+from mz_jax.config.overrides import override
 from mz_jax.config.presets import PresetError, load_preset
 from mz_jax.config.train import TrainConfig
 from mz_jax.envs import make_env
@@ -194,7 +194,6 @@ def entry_config(
         base = load_preset(entry.preset) if entry.preset else TrainConfig()
     except PresetError as error:
         raise ValueError(f"{entry.env}: {error}") from error
-    values = config_to_dict(base)
     changes = dict(entry.overrides)
     decided_by_suite = sorted(set(changes) & _SET_BY_THE_SUITE)
     if decided_by_suite:
@@ -205,16 +204,8 @@ def entry_config(
     changes.update(env=entry.env, num_seeds=num_seeds, seed=seed)
     if env_steps is not None:
         changes["total_env_steps"] = env_steps
-    for dotted, value in changes.items():
-        *parents, field = dotted.split(".")
-        node = values
-        for parent in parents:
-            if not isinstance(node.get(parent), dict):
-                raise ValueError(f"{entry.env}: unknown config field {dotted!r}")
-            node = node[parent]
-        node[field] = value
     try:
-        config = config_from_dict(values)
+        config = override(base, changes)
     except ValueError as error:
         raise ValueError(f"{entry.env}: {error}") from error
     if config.total_env_steps is None:

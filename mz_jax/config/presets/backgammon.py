@@ -10,27 +10,26 @@ Tuning record: benchmarks/tuning/backgammon.md (Stochastic MuZero's experiment l
 benchmarks/tuning/stochastic_muzero.md). Results: benchmarks/RESULTS.md#backgammon.
 """
 
-import dataclasses
-from pathlib import Path
-
-from mz_jax import TrainConfig
-from mz_jax.config.presets import load_preset
+from mz_jax.config import TrainConfig
+from mz_jax.config.overrides import override
+from mz_jax.config.presets import game_2048
 
 
 def config() -> TrainConfig:
     # The game_2048 recipe (Stochastic MuZero, C = 32, Gumbel search), for a game scored +-1, 2 or
     # 3 at its end: longer, 16 simulations, without the consistency term.
-    recipe = load_preset(str(Path(__file__).with_name("game_2048.py")))
-    return dataclasses.replace(
-        recipe,
-        env="pgx:backgammon",
-        discount=1.0,
-        total_env_steps=1_000_000,
-        consistency_loss_weight=0.0,
-        eval_every_env_steps=50_000,
-        search=dataclasses.replace(recipe.search, num_simulations=16),
-        network=dataclasses.replace(
-            recipe.network, hidden_sizes=(128, 128), value_support_size=3, reward_support_size=3
-        ),
-        value_loss_weight=2.0,
+    return override(
+        game_2048.config(),
+        {
+            "env": "pgx:backgammon",
+            "discount": 1.0,
+            "total_env_steps": 1_000_000,
+            "consistency_loss_weight": 0.0,
+            "eval_every_env_steps": 50_000,
+            "search.num_simulations": 16,
+            "network.hidden_sizes": (128, 128),
+            "network.value_support_size": 3,
+            "network.reward_support_size": 3,
+            "value_loss_weight": 2.0,
+        },
     )

@@ -12,11 +12,9 @@ Tuning record: benchmarks/tuning/cartpole_sample_efficient.md. Results:
 benchmarks/RESULTS.md#cartpole_sample_efficient.
 """
 
-import dataclasses
-from pathlib import Path
-
-from mz_jax import TrainConfig
-from mz_jax.config.presets import load_preset
+from mz_jax.config import TrainConfig
+from mz_jax.config.overrides import override
+from mz_jax.config.presets import cartpole
 
 TOTAL_ENV_STEPS = 8_000
 NUM_ENVS, ROLLOUT_LENGTH, UPDATES_PER_ITERATION = 16, 1, 32
@@ -31,34 +29,32 @@ TARGET_EMA_DECAY = 0.995
 
 
 def config() -> TrainConfig:
-    cartpole = load_preset(str(Path(__file__).with_name("cartpole.py")))
-    preset = dataclasses.replace(
-        cartpole,
-        num_envs=NUM_ENVS,
-        rollout_length=ROLLOUT_LENGTH,
-        updates_per_iteration=UPDATES_PER_ITERATION,
-        batch_size=64,
-        learning_rate=1e-3,
-        total_env_steps=TOTAL_ENV_STEPS,
-        replay_capacity=TOTAL_ENV_STEPS,
-        eval_every_env_steps=500,
-        value_loss_weight=0.5,
-        consistency_loss_weight=5.0,
-        augment_reflection=True,
-        target_ema_decay=TARGET_EMA_DECAY,
-        consistency_target_params=True,
-        sample_newest_steps=True,
-        td_steps=TD_STEPS,
-        network=dataclasses.replace(
-            cartpole.network,
-            hidden_sizes=(128, 128),
-            observation_layer_norm=False,
-            observation_scale=OBSERVATION_SCALE,
-        ),
+    preset = override(
+        cartpole.config(),
+        {
+            "num_envs": NUM_ENVS,
+            "rollout_length": ROLLOUT_LENGTH,
+            "updates_per_iteration": UPDATES_PER_ITERATION,
+            "batch_size": 64,
+            "learning_rate": 1e-3,
+            "total_env_steps": TOTAL_ENV_STEPS,
+            "replay_capacity": TOTAL_ENV_STEPS,
+            "eval_every_env_steps": 500,
+            "value_loss_weight": 0.5,
+            "consistency_loss_weight": 5.0,
+            "augment_reflection": True,
+            "target_ema_decay": TARGET_EMA_DECAY,
+            "consistency_target_params": True,
+            "sample_newest_steps": True,
+            "td_steps": TD_STEPS,
+            "network.hidden_sizes": (128, 128),
+            "network.observation_layer_norm": False,
+            "network.observation_scale": OBSERVATION_SCALE,
+        },
     )
     # The learning rate's cosine reaches 10% with the updates that 'run' gives the first half of
     # the run (those after warm-up) and stays there; a longer --total-env-steps keeps this number.
-    first_half = dataclasses.replace(
-        preset, lr_decay_updates="run", total_env_steps=TOTAL_ENV_STEPS // 2
+    first_half = override(
+        preset, {"lr_decay_updates": "run", "total_env_steps": TOTAL_ENV_STEPS // 2}
     )
-    return dataclasses.replace(preset, lr_decay_updates=first_half.decay_updates)
+    return override(preset, {"lr_decay_updates": first_half.decay_updates})

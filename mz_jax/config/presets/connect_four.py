@@ -9,21 +9,20 @@ Tuning record: benchmarks/tuning/connect_four.md (the recipe's reasons:
 benchmarks/tuning/tic_tac_toe.md). Results: benchmarks/RESULTS.md#connect_four.
 """
 
-import dataclasses
-from pathlib import Path
-
-from mz_jax import TrainConfig
-from mz_jax.config.presets import load_preset
+from mz_jax.config import TrainConfig
+from mz_jax.config.overrides import override
+from mz_jax.config.presets import tic_tac_toe
 
 
 def config() -> TrainConfig:
-    tic_tac_toe = load_preset(str(Path(__file__).with_name("tic_tac_toe.py")))
-    return dataclasses.replace(
-        tic_tac_toe,
-        env="pgx:connect_four",
-        td_steps=42,
-        eval_max_steps=42,
-        reward_loss_weight=16.0,
-        augment_reflection=True,
-        network=dataclasses.replace(tic_tac_toe.network, hidden_sizes=(256, 256)),
+    return override(
+        tic_tac_toe.config(),
+        {
+            "env": "pgx:connect_four",
+            "td_steps": 42,
+            "eval_max_steps": 42,
+            "reward_loss_weight": 16.0,
+            "augment_reflection": True,
+            "network.hidden_sizes": (256, 256),
+        },
     )

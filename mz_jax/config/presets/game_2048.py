@@ -9,34 +9,37 @@ Tuning record: benchmarks/tuning/game_2048.md (Stochastic MuZero's experiment lo
 benchmarks/tuning/stochastic_muzero.md). Results: benchmarks/RESULTS.md#game_2048.
 """
 
-from mz_jax import NetworkConfig, SearchConfig, TrainConfig
+from mz_jax.config import TrainConfig
+from mz_jax.config.overrides import override
 
 
 def config() -> TrainConfig:
-    return TrainConfig(
-        env="pgx:2048",
-        discount=0.99,
-        num_envs=16,
-        rollout_length=4,
-        updates_per_iteration=4,
-        batch_size=128,
-        num_unroll_steps=5,
-        td_steps=10,
-        total_env_steps=300_000,
-        replay_capacity=50_000,
-        learning_rate=3e-3,
-        consistency_loss_weight=2.0,
-        commitment_loss_weight=0.0,
-        eval_every_env_steps=25_000,
-        eval_episodes=32,
-        eval_max_steps=1_000,
-        search=SearchConfig(policy="gumbel", num_simulations=64),
-        network=NetworkConfig(
-            kind="mlp",
-            hidden_sizes=(64, 64),
-            latent_size=64,
-            value_support_size=60,
-            reward_support_size=50,
-            num_chance_outcomes=32,
-        ),
+    return override(
+        TrainConfig(),
+        {
+            "env": "pgx:2048",
+            "discount": 0.99,
+            "num_envs": 16,
+            "rollout_length": 4,
+            "updates_per_iteration": 4,
+            "batch_size": 128,
+            "num_unroll_steps": 5,
+            "td_steps": 10,
+            "total_env_steps": 300_000,
+            "replay_capacity": 50_000,
+            "learning_rate": 3e-3,
+            "consistency_loss_weight": 2.0,
+            "commitment_loss_weight": 0.0,
+            "eval_every_env_steps": 25_000,
+            "eval_episodes": 32,
+            "eval_max_steps": 1_000,
+            "search.policy": "gumbel",
+            "search.num_simulations": 64,
+            "network.kind": "mlp",
+            "network.hidden_sizes": (64, 64),
+            "network.latent_size": 64,
+            "network.value_support_size": 60,
+            "network.reward_support_size": 50,
+            "network.num_chance_outcomes": 32,
+        },
     )

@@ -8,29 +8,29 @@ Every seed measured ends past -120, most past Gymnasium's solved -110.
 Tuning record: benchmarks/tuning/mountaincar.md. Results: benchmarks/RESULTS.md#mountaincar.
 """
 
-import dataclasses
-from pathlib import Path
-
-from mz_jax import TrainConfig
-from mz_jax.config.presets import load_preset
+from mz_jax.config import TrainConfig
+from mz_jax.config.overrides import override
+from mz_jax.config.presets import acrobot
 
 TOTAL_ENV_STEPS = 400_000
 ACTION_REPEAT, UPDATES_PER_ITERATION = 4, 16
 
 
 def config() -> TrainConfig:
-    acrobot = load_preset(str(Path(__file__).with_name("acrobot.py")))
-    decisions_per_iteration = acrobot.num_envs * acrobot.rollout_length
-    return dataclasses.replace(
-        acrobot,
-        env="gymnax:MountainCar-v0",
-        action_repeat=ACTION_REPEAT,
-        exploration_repeat_exponent=1.5,
-        random_action_anneal=None,
-        total_env_steps=TOTAL_ENV_STEPS,
-        updates_per_iteration=UPDATES_PER_ITERATION,
-        lr_decay_updates=TOTAL_ENV_STEPS
-        // (decisions_per_iteration * ACTION_REPEAT)
-        * UPDATES_PER_ITERATION,
-        eval_max_steps=200,
+    recipe = acrobot.config()
+    decisions_per_iteration = recipe.num_envs * recipe.rollout_length
+    return override(
+        recipe,
+        {
+            "env": "gymnax:MountainCar-v0",
+            "action_repeat": ACTION_REPEAT,
+            "exploration_repeat_exponent": 1.5,
+            "random_action_anneal": None,
+            "total_env_steps": TOTAL_ENV_STEPS,
+            "updates_per_iteration": UPDATES_PER_ITERATION,
+            "lr_decay_updates": TOTAL_ENV_STEPS
+            // (decisions_per_iteration * ACTION_REPEAT)
+            * UPDATES_PER_ITERATION,
+            "eval_max_steps": 200,
+        },
     )
