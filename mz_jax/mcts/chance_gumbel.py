@@ -19,12 +19,13 @@ them, with the parts of each unchanged:
 The completed Q of a move is the value backed up through its afterstate, an average over the chance
 outcomes the search visited, so it estimates the expectation over chance, not the best outcome.
 
-The combination uses mctx internals: ``StochasticRecurrentState``, four private helpers of its
-``policies`` module (the ``A + C`` "actions" recurrent function, the selection wrapper that
-dispatches on the node type, the tree slicing and the logit masking),
-``action_selection.masked_argmax`` and ``seq_halving.score_considered``.
-``tests/test_stochastic_gumbel.py`` checks the result against mctx's own ``gumbel_muzero_policy``
-on a model where the two searches must agree, so a change of those internals shows there.
+The combination uses mctx internals, imported in one place, :mod:`mz_jax.mcts.mctx_private`:
+``StochasticRecurrentState``, four private helpers of its ``policies`` module (the ``A + C``
+"actions" recurrent function, the selection wrapper that dispatches on the node type, the tree
+slicing and the logit masking), ``action_selection.masked_argmax`` and
+``seq_halving.score_considered``. ``tests/test_stochastic_gumbel.py`` checks the result against
+mctx's own ``gumbel_muzero_policy`` on a model where the two searches must agree, so a change of
+those internals shows there.
 """
 
 from __future__ import annotations
@@ -35,11 +36,8 @@ import chex
 import jax
 import jax.numpy as jnp
 import mctx
-from mctx._src import action_selection as mctx_action_selection
-from mctx._src import base as mctx_base
-from mctx._src import policies as mctx_policies
-from mctx._src import seq_halving
 
+from mz_jax.mcts import mctx_private
 from mz_jax.types import Array, Params
 
 
@@ -83,81 +81,126 @@ def gumbel_stochastic_muzero_policy(
       the search tree with its children cut to the A moves (as ``stochastic_muzero_policy``
       returns it).
     """
-    batch_size, num_actions = root.prior_logits.shape
+    num_actions = root.prior_logits.shape[-1]
     root = root.replace(
-        prior_logits=mctx_policies._mask_invalid_actions(root.prior_logits, invalid_actions)
+        prior_logits=mctx_private.mask_invalid_actions(root.prior_logits, invalid_actions)
     )
     rng_key, gumbel_key, dummy_key = jax.random.split(rng_key, 3)
     gumbel = gumbel_scale * jax.random.gumbel(
         gumbel_key, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype
     )
-
-    # mctx's tree has A + C "actions": a node's children are either its A moves (a decision node)
-    # or its C chance outcomes (an afterstate). The root is a decision node; its embedding carries
-    # a placeholder afterstate of the right structure.
-    dummy_output, dummy_afterstate = decision_recurrent_fn(
-        params, dummy_key, jnp.zeros([batch_size], jnp.int32), root.embedding
-    )
-    num_chance_outcomes = dummy_output.chance_logits.shape[-1]
-    tree_root = root.replace(
-        prior_logits=jnp.concatenate(
-            [root.prior_logits, jnp.full([batch_size, num_chance_outcomes], -jnp.inf)], axis=-1
-        ),
-        embedding=mctx_base.StochasticRecurrentState(
-            state_embedding=root.embedding,
-            afterstate_embedding=dummy_afterstate,
-            is_decision_node=jnp.ones([batch_size], bool),
-        ),
-    )
-    recurrent_fn = mctx_policies._make_stochastic_recurrent_fn(
-        decision_node_fn=decision_recurrent_fn,
-        chance_node_fn=chance_recurrent_fn,
-        num_actions=num_actions,
-        num_chance_outcomes=num_chance_outcomes,
-    )
-
-    def decisions(tree: mctx.Tree) -> mctx.Tree:
-        return mctx_policies._mask_tree(tree, num_actions, "decision")
-
-    def root_action_selection_fn(key, tree, node_index):
-        return mctx.gumbel_muzero_root_action_selection(
-            key,
-            decisions(tree),
-            node_index,
-            num_simulations=num_simulations,
-            max_num_considered_actions=max_num_considered_actions,
-            qtransform=qtransform,
-        )
-
-    interior_action_selection_fn = mctx_policies._make_stochastic_action_selection_fn(
-        functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform),
-        num_actions,
+    tree_root, recurrent_fn = _chance_tree_model(
+        params, dummy_key, root, decision_recurrent_fn, chance_recurrent_fn
     )
     tree = mctx.search(
         params=params,
         rng_key=rng_key,
         root=tree_root,
         recurrent_fn=recurrent_fn,
-        root_action_selection_fn=root_action_selection_fn,
-        interior_action_selection_fn=interior_action_selection_fn,
+        root_action_selection_fn=functools.partial(
+            _root_action_selection,
+            num_actions=num_actions,
+            num_simulations=num_simulations,
+            max_num_considered_actions=max_num_considered_actions,
+            qtransform=qtransform,
+        ),
+        interior_action_selection_fn=mctx_private.make_stochastic_action_selection_fn(
+            functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform),
+            num_actions,
+        ),
         num_simulations=num_simulations,
         max_depth=max_depth,
         invalid_actions=invalid_actions,
         extra_data=mctx.GumbelMuZeroExtraData(root_gumbel=gumbel),
         loop_fn=loop_fn,
     )
-    tree = decisions(tree)
+    tree = _decisions(tree, num_actions)
+    action, weights = _played_action_and_policy(
+        tree, gumbel, root.prior_logits, invalid_actions, qtransform
+    )
+    return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=tree)
 
-    # As mctx's gumbel_muzero_policy: the best of the most visited considered moves by
-    # g + logits + σ(completed Q), and the improved policy as the target.
+
+def _chance_tree_model(
+    params: Params,
+    rng_key: Array,
+    root: mctx.RootFnOutput,
+    decision_recurrent_fn,
+    chance_recurrent_fn,
+) -> tuple[mctx.RootFnOutput, mctx.RecurrentFn]:
+    """The root and the recurrent function of mctx's Stochastic MuZero tree.
+
+    mctx's tree has ``A + C`` "actions": a node's children are either its A moves (a decision
+    node) or its C chance outcomes (an afterstate). The root is a decision node: its prior logits
+    ``[B, A]`` get C more at ``-inf``, and its embedding carries a placeholder afterstate of the
+    right structure (one call of ``decision_recurrent_fn`` with action 0 and ``rng_key``, which
+    also tells C). The recurrent function dispatches each edge to the decision or the chance
+    function by the node type.
+    """
+    batch_size, num_actions = root.prior_logits.shape
+    dummy_output, dummy_afterstate = decision_recurrent_fn(
+        params, rng_key, jnp.zeros([batch_size], jnp.int32), root.embedding
+    )
+    num_chance_outcomes = dummy_output.chance_logits.shape[-1]
+    tree_root = root.replace(
+        prior_logits=jnp.concatenate(
+            [root.prior_logits, jnp.full([batch_size, num_chance_outcomes], -jnp.inf)], axis=-1
+        ),
+        embedding=mctx_private.StochasticRecurrentState(
+            state_embedding=root.embedding,
+            afterstate_embedding=dummy_afterstate,
+            is_decision_node=jnp.ones([batch_size], bool),
+        ),
+    )
+    recurrent_fn = mctx_private.make_stochastic_recurrent_fn(
+        decision_node_fn=decision_recurrent_fn,
+        chance_node_fn=chance_recurrent_fn,
+        num_actions=num_actions,
+        num_chance_outcomes=num_chance_outcomes,
+    )
+    return tree_root, recurrent_fn
+
+
+def _decisions(tree: mctx.Tree, num_actions: int) -> mctx.Tree:
+    """``tree`` with every node's children cut to its ``num_actions`` moves (as a decision node)."""
+    return mctx_private.mask_tree(tree, num_actions, "decision")
+
+
+def _root_action_selection(
+    rng_key: Array,
+    tree: mctx.Tree,
+    node_index: Array,
+    *,
+    num_actions: int,
+    num_simulations: int,
+    max_num_considered_actions: int,
+    qtransform,
+) -> Array:
+    """Gumbel MuZero's root selection (Sequential Halving) over the root's A moves."""
+    return mctx.gumbel_muzero_root_action_selection(
+        rng_key,
+        _decisions(tree, num_actions),
+        node_index,
+        num_simulations=num_simulations,
+        max_num_considered_actions=max_num_considered_actions,
+        qtransform=qtransform,
+    )
+
+
+def _played_action_and_policy(
+    tree: mctx.Tree, gumbel: Array, prior_logits: Array, invalid_actions: Array | None, qtransform
+) -> tuple[Array, Array]:
+    """``(action [B], weights [B, A])`` as mctx's ``gumbel_muzero_policy`` reads them off a tree
+    cut to its moves: the best of the most visited considered moves by ``g + logits + σ(completed
+    Q)``, and the improved policy ``softmax(logits + σ(completed Q))`` over the valid moves."""
     visit_counts = tree.summary().visit_counts
     considered_visit = jnp.max(visit_counts, axis=-1, keepdims=True)
     completed_q = jax.vmap(qtransform, in_axes=(0, None))(tree, tree.ROOT_INDEX)
-    to_argmax = seq_halving.score_considered(
-        considered_visit, gumbel, root.prior_logits, completed_q, visit_counts
+    to_argmax = mctx_private.score_considered(
+        considered_visit, gumbel, prior_logits, completed_q, visit_counts
     )
-    action = mctx_action_selection.masked_argmax(to_argmax, invalid_actions)
+    action = mctx_private.masked_argmax(to_argmax, invalid_actions)
     weights = jax.nn.softmax(
-        mctx_policies._mask_invalid_actions(root.prior_logits + completed_q, invalid_actions)
+        mctx_private.mask_invalid_actions(prior_logits + completed_q, invalid_actions)
     )
-    return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=tree)
+    return action, weights
