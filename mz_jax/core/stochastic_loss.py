@@ -8,7 +8,8 @@ the distribution σ over C chance outcomes, and the chance dynamics ``g(as, c) =
 training the outcome ``c`` of each stored transition is a one-hot code given by an encoder of the
 observations (a VQ-VAE with a fixed codebook of C one-hot vectors), or, where the environment names
 its outcomes, their one-hots (``chance_outcome``); in the search it is one of the C
-codes, weighted by σ (:mod:`mz_jax.stochastic_search`).
+codes, weighted by σ (the chance nodes of :func:`mz_jax.mcts.policies.search`, and
+:mod:`mz_jax.mcts.chance_gumbel` for the Gumbel policy).
 
 The loss (the paper's Appendix, "Loss"): the MuZero terms of :func:`mz_jax.make_loss_fn` on the
 unrolled states, plus for each unrolled step k = 0..K-1
@@ -280,19 +281,77 @@ def make_stochastic_loss_fn(
       unroll: the unroll of the model's ``jax.lax.scan`` (1: one loop body; True: all K steps as
         straight-line code, the same numbers), as in :func:`mz_jax.make_loss_fn`.
     """
+    _check_settings(
+        network,
+        weights=dict(
+            value_loss_weight=value_loss_weight,
+            reward_loss_weight=reward_loss_weight,
+            commitment_loss_weight=commitment_loss_weight,
+            weight_decay=weight_decay,
+            consistency_loss_weight=consistency_loss_weight,
+            code_usage_weight=code_usage_weight,
+        ),
+        value_target_sigma=value_target_sigma,
+        straight_through=straight_through,
+        chance_outcome=chance_outcome,
+    )
+
+    def loss_fn(
+        params: Params, batch: Batch, target_params: Params | None = None
+    ) -> tuple[Array, LossAux]:
+        unrolled = _unroll_batch(
+            network,
+            params,
+            batch,
+            hidden_grad_scale=hidden_grad_scale,
+            straight_through=straight_through,
+            chance_outcome=chance_outcome,
+            unroll=unroll,
+        )
+        muzero_loss, aux = _muzero_terms(
+            network,
+            params,
+            unrolled,
+            batch,
+            target_params,
+            value_loss_weight=value_loss_weight,
+            reward_loss_weight=reward_loss_weight,
+            consistency_loss_weight=consistency_loss_weight,
+            value_target_sigma=value_target_sigma,
+        )
+        return _with_chance_terms(
+            muzero_loss,
+            aux,
+            unrolled,
+            batch,
+            params,
+            value_loss_weight=value_loss_weight,
+            commitment_loss_weight=commitment_loss_weight,
+            weight_decay=weight_decay,
+            code_usage_weight=code_usage_weight,
+            value_target_sigma=value_target_sigma,
+        )
+
+    return loss_fn
+
+
+def _check_settings(
+    network: StochasticMuZeroNetwork,
+    *,
+    weights: dict[str, float],
+    value_target_sigma: float,
+    straight_through: str,
+    chance_outcome: Callable[[Array, Array, Array], Array] | None,
+) -> None:
+    """Refuses, with a ValueError, what :func:`make_stochastic_loss_fn` cannot build a loss from: a
+    deterministic network, a negative weight among ``weights`` (name -> value), a bad
+    ``value_target_sigma`` or ``straight_through``, a ``chance_outcome`` that is not callable."""
     if not isinstance(network, StochasticMuZeroNetwork):
         raise ValueError(
             f"network must be a StochasticMuZeroNetwork; got {type(network).__name__} (a "
             "deterministic MuZeroNetwork trains with mz_jax.make_loss_fn)"
         )
-    check_weights(
-        value_loss_weight=value_loss_weight,
-        reward_loss_weight=reward_loss_weight,
-        commitment_loss_weight=commitment_loss_weight,
-        weight_decay=weight_decay,
-        consistency_loss_weight=consistency_loss_weight,
-        code_usage_weight=code_usage_weight,
-    )
+    check_weights(**weights)
     check_sigma(value_target_sigma)
     _check_straight_through(straight_through)
     if chance_outcome is not None and not callable(chance_outcome):
@@ -301,77 +360,123 @@ def make_stochastic_loss_fn(
             f"int; got {type(chance_outcome).__name__}"
         )
 
-    def loss_fn(
-        params: Params, batch: Batch, target_params: Params | None = None
-    ) -> tuple[Array, LossAux]:
-        check_batch(batch)
-        if batch.next_observation is None:
-            raise ValueError(
-                "the Stochastic MuZero loss needs batch.next_observation [B, K, ...] (the "
-                "observations of steps 1..K, which the chance encoder reads; "
-                "mz_jax.make_targets(..., next_observation=True))"
-            )
-        observations = jax.tree.map(
-            lambda first, rest: jnp.concatenate([first[:, None], rest], axis=1),
-            batch.observation,
-            batch.next_observation,
-        )
-        unrolled = unroll_stochastic_model(
-            network,
-            params,
-            observations,
-            batch.actions,
-            hidden_grad_scale=hidden_grad_scale,
-            straight_through=straight_through,
-            chance_outcome=chance_outcome,
-            unroll=unroll,
-        )
-        turn = None
-        if network.turn_logits is not None:
-            turn = turn_terms(network, params, unrolled.states, batch)
-        consistency = None
-        if consistency_loss_weight > 0:
-            consistency = consistency_terms(
-                network, params, unrolled.states, batch.next_observation, target_params
-            )
-        muzero_loss, aux = loss_from_predictions(
-            unrolled.predictions,
-            batch,
-            value_loss_weight=value_loss_weight,
-            reward_loss_weight=reward_loss_weight,
-            turn=turn,
-            consistency=consistency,
-            consistency_loss_weight=consistency_loss_weight,
-            value_target_sigma=value_target_sigma,
-        )
-        terms = chance_terms(unrolled, batch, value_target_sigma=value_target_sigma)
-        mask = batch.mask[:, :-1].astype(jnp.float32)
-        observation_mask = (
-            batch.mask[:, 1:] if batch.observation_mask is None else batch.observation_mask
-        ).astype(jnp.float32)
-        weight = batch.weight.astype(jnp.float32)
-        step_loss = mask * value_loss_weight * terms["q"] + observation_mask * (
-            terms["chance"] + commitment_loss_weight * terms["commitment"]
-        )
-        num_steps = batch.actions.shape[1]
-        step_loss = scale_gradient(step_loss, 1.0 / num_steps)
-        chance_loss = jnp.mean(weight * jnp.sum(step_loss, axis=1))
-        weighted_mean = lambda m, x: jnp.mean(weight * jnp.sum(m * x, axis=1))
-        weight_decay_loss = l2_penalty(params, weight_decay)
-        usage = code_usage_entropy(unrolled.codes.soft, observation_mask)
-        total = muzero_loss + chance_loss - code_usage_weight * usage + weight_decay_loss
-        losses = {
-            **aux.losses,
-            "q": weighted_mean(mask, terms["q"]),
-            "chance": weighted_mean(observation_mask, terms["chance"]),
-            "commitment": weighted_mean(observation_mask, terms["commitment"]),
-            "code_usage": usage,
-            "weight_decay": weight_decay_loss,
-            "total": total,
-        }
-        return total, aux._replace(losses=losses)
 
-    return loss_fn
+def _unroll_batch(
+    network: StochasticMuZeroNetwork,
+    params: Params,
+    batch: Batch,
+    *,
+    hidden_grad_scale: float,
+    straight_through: str,
+    chance_outcome: Callable[[Array, Array, Array], Array] | None,
+    unroll: int | bool,
+) -> StochasticUnroll:
+    """:func:`unroll_stochastic_model` along ``batch.actions`` ``[B, K]``, over the observations
+    ``[B, K+1, ...]`` of ``batch.observation`` (step 0) and ``batch.next_observation`` (steps
+    1..K), which the batch must carry (a ValueError otherwise, as for a malformed batch)."""
+    check_batch(batch)
+    if batch.next_observation is None:
+        raise ValueError(
+            "the Stochastic MuZero loss needs batch.next_observation [B, K, ...] (the "
+            "observations of steps 1..K, which the chance encoder reads; "
+            "mz_jax.make_targets(..., next_observation=True))"
+        )
+    observations = jax.tree.map(
+        lambda first, rest: jnp.concatenate([first[:, None], rest], axis=1),
+        batch.observation,
+        batch.next_observation,
+    )
+    return unroll_stochastic_model(
+        network,
+        params,
+        observations,
+        batch.actions,
+        hidden_grad_scale=hidden_grad_scale,
+        straight_through=straight_through,
+        chance_outcome=chance_outcome,
+        unroll=unroll,
+    )
+
+
+def _muzero_terms(
+    network: StochasticMuZeroNetwork,
+    params: Params,
+    unrolled: StochasticUnroll,
+    batch: Batch,
+    target_params: Params | None,
+    *,
+    value_loss_weight: float,
+    reward_loss_weight: float,
+    consistency_loss_weight: float,
+    value_target_sigma: float,
+) -> tuple[Array, LossAux]:
+    """The MuZero loss of :func:`mz_jax.core.loss.loss_from_predictions` on the unrolled states,
+    with the ``turn`` term where the network predicts turns and the consistency term where
+    ``consistency_loss_weight`` > 0 (on ``s_1..s_K``, targets encoded with ``target_params``)."""
+    turn = None
+    if network.turn_logits is not None:
+        turn = turn_terms(network, params, unrolled.states, batch)
+    consistency = None
+    if consistency_loss_weight > 0:
+        consistency = consistency_terms(
+            network, params, unrolled.states, batch.next_observation, target_params
+        )
+    return loss_from_predictions(
+        unrolled.predictions,
+        batch,
+        value_loss_weight=value_loss_weight,
+        reward_loss_weight=reward_loss_weight,
+        turn=turn,
+        consistency=consistency,
+        consistency_loss_weight=consistency_loss_weight,
+        value_target_sigma=value_target_sigma,
+    )
+
+
+def _with_chance_terms(
+    muzero_loss: Array,
+    aux: LossAux,
+    unrolled: StochasticUnroll,
+    batch: Batch,
+    params: Params,
+    *,
+    value_loss_weight: float,
+    commitment_loss_weight: float,
+    weight_decay: float,
+    code_usage_weight: float,
+    value_target_sigma: float,
+) -> tuple[Array, LossAux]:
+    """The total loss ``(total, aux)`` of :func:`make_stochastic_loss_fn`: ``muzero_loss`` plus the
+    weighted batch mean of the chance terms of steps 1..K (:func:`chance_terms`, masked and with
+    their gradient scaled by ``1/K``), minus ``code_usage_weight`` times
+    :func:`code_usage_entropy`, plus the L2 penalty; ``aux.losses`` gains ``q``, ``chance``,
+    ``commitment``, ``code_usage``, ``weight_decay`` and ``total``."""
+    terms = chance_terms(unrolled, batch, value_target_sigma=value_target_sigma)
+    mask = batch.mask[:, :-1].astype(jnp.float32)
+    observation_mask = (
+        batch.mask[:, 1:] if batch.observation_mask is None else batch.observation_mask
+    ).astype(jnp.float32)
+    weight = batch.weight.astype(jnp.float32)
+    step_loss = mask * value_loss_weight * terms["q"] + observation_mask * (
+        terms["chance"] + commitment_loss_weight * terms["commitment"]
+    )
+    num_steps = batch.actions.shape[1]
+    step_loss = scale_gradient(step_loss, 1.0 / num_steps)
+    chance_loss = jnp.mean(weight * jnp.sum(step_loss, axis=1))
+    weighted_mean = lambda m, x: jnp.mean(weight * jnp.sum(m * x, axis=1))
+    weight_decay_loss = l2_penalty(params, weight_decay)
+    usage = code_usage_entropy(unrolled.codes.soft, observation_mask)
+    total = muzero_loss + chance_loss - code_usage_weight * usage + weight_decay_loss
+    losses = {
+        **aux.losses,
+        "q": weighted_mean(mask, terms["q"]),
+        "chance": weighted_mean(observation_mask, terms["chance"]),
+        "commitment": weighted_mean(observation_mask, terms["commitment"]),
+        "code_usage": usage,
+        "weight_decay": weight_decay_loss,
+        "total": total,
+    }
+    return total, aux._replace(losses=losses)
 
 
 __all__ = [
