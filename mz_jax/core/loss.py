@@ -329,19 +329,9 @@ def make_loss_fn(
             remat=remat,
             unroll=unroll,
         )
-        consistency = None
-        if consistency_loss_weight > 0:
-            if batch.next_observation is None:
-                raise ValueError(
-                    "consistency_loss_weight > 0 needs batch.next_observation [B, K, ...] (the "
-                    "observations of steps 1..K; mz_jax.make_targets(..., next_observation=True))"
-                )
-            consistency = consistency_terms(
-                network, params, unrolled.hidden, batch.next_observation, target_params
-            )
-        turn = None
-        if network.turn_logits is not None:
-            turn = turn_terms(network, params, unrolled.hidden, batch)
+        consistency, turn = _optional_terms(
+            network, params, unrolled.hidden, batch, target_params, consistency_loss_weight
+        )
         loss, aux = loss_from_predictions(
             unrolled.predictions,
             batch,
@@ -359,3 +349,34 @@ def make_loss_fn(
         return total, aux._replace(losses=losses)
 
     return loss_fn
+
+
+def _optional_terms(
+    network: MuZeroNetwork,
+    params: Params,
+    hidden: Array,
+    batch: Batch,
+    target_params: Params | None,
+    consistency_loss_weight: float,
+) -> tuple[Array | None, Array | None]:
+    """``(consistency, turn)``: the ``[B, K]`` terms of :func:`consistency_terms` where
+    ``consistency_loss_weight`` > 0 and of :func:`turn_terms` where the network predicts turns,
+    each None otherwise; ``hidden`` holds the unrolled ``s_1..s_K`` as ``[K, B, ...]``.
+
+    Raises:
+      ValueError: the consistency term without ``batch.next_observation``.
+    """
+    consistency = None
+    if consistency_loss_weight > 0:
+        if batch.next_observation is None:
+            raise ValueError(
+                "consistency_loss_weight > 0 needs batch.next_observation [B, K, ...] (the "
+                "observations of steps 1..K; mz_jax.make_targets(..., next_observation=True))"
+            )
+        consistency = consistency_terms(
+            network, params, hidden, batch.next_observation, target_params
+        )
+    turn = None
+    if network.turn_logits is not None:
+        turn = turn_terms(network, params, hidden, batch)
+    return consistency, turn
