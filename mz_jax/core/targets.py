@@ -175,6 +175,47 @@ def make_targets(
       ValueError: for a knob out of range, a field whose rank or leading axis does not fit, or a
         window shorter than ``K + td_steps + 1``.
     """
+    _check_window(window, num_unroll_steps=num_unroll_steps, td_steps=td_steps, discount=discount)
+    num_steps = num_unroll_steps + 1
+    player = window.player
+    in_episode, truncated, summed = _episode_and_return_lengths(
+        window,
+        num_unroll_steps=num_unroll_steps,
+        td_steps=td_steps,
+        td_steps_used=td_steps_used,
+        stop_at_exploratory=stop_at_exploratory,
+        written_rows=written_rows,
+    )
+    mask, reward_mask = _masks(truncated, in_episode, num_steps=num_steps)
+    target_value = _value_targets(
+        window, in_episode, truncated, summed, td_steps=td_steps, discount=discount
+    )
+    return Batch(
+        observation=window.observation[0],
+        actions=window.action[:num_unroll_steps].astype(jnp.int32),
+        target_value=target_value.astype(jnp.float32),
+        target_reward=_reward_targets(window.reward, in_episode, num_steps=num_steps),
+        target_policy=jnp.where(
+            in_episode[:num_steps, None], window.policy[:num_steps].astype(jnp.float32), 0.0
+        ),
+        mask=mask,
+        weight=jnp.ones((), jnp.float32),
+        reward_mask=reward_mask,
+        next_observation=window.observation[1:num_steps] if next_observation else None,
+        observation_mask=in_episode[1:num_steps].astype(jnp.float32),
+        target_same_player=(
+            (player[1:num_steps] == player[: num_steps - 1]).astype(jnp.float32)
+            if same_player
+            else None
+        ),
+    )
+
+
+def _check_window(
+    window: Trajectory, *, num_unroll_steps: int, td_steps: int, discount: float
+) -> None:
+    """Refuses, with a ValueError, knobs out of range and a window that is not one window of at
+    least ``K + td_steps + 1`` rows (every field with the leading axis ``[W]`` of ``reward``)."""
     _check_knobs(num_unroll_steps=num_unroll_steps, td_steps=td_steps)
     if not 0.0 <= discount <= 1.0:
         raise ValueError(f"discount must be in [0, 1]; got {discount}")
@@ -197,20 +238,25 @@ def make_targets(
             f"td_steps={td_steps} need W >= num_unroll_steps + td_steps + 1 = {needed}"
         )
 
-    num_steps = num_unroll_steps + 1
+
+def _value_targets(
+    window: Trajectory,
+    in_episode: Array,
+    truncated: Array,
+    summed: Array,
+    *,
+    td_steps: int,
+    discount: float,
+) -> Array:
+    """``z_k`` of the module docstring, ``[K+1]`` float32 (0 for steps outside row 0's episode):
+    the ``m_k = summed[k]`` rewards of rows ``k..k+m_k-1`` (a truncating row's with its
+    ``bootstrap_value``), then ``root_value[k + m_k]`` while that row is in the episode.
+    ``in_episode`` and ``truncated`` are ``[W]`` bool, as :func:`_episode_and_return_lengths`
+    gives them."""
+    num_steps = summed.shape[0]
     reward = window.reward.astype(jnp.float32)
     root_value = window.root_value.astype(jnp.float32)
     player = window.player
-    in_episode, truncated, summed = _episode_and_return_lengths(
-        window,
-        num_unroll_steps=num_unroll_steps,
-        td_steps=td_steps,
-        td_steps_used=td_steps_used,
-        stop_at_exploratory=stop_at_exploratory,
-        written_rows=written_rows,
-    )
-    truncated_before = _any_before(truncated & in_episode)
-
     steps = np.arange(num_steps)  # unroll step k, and the row it starts from
     offsets = np.arange(td_steps)
     rows = steps[:, None] + offsets[None, :]  # [K+1, n]: the rows j = k..k+n-1 of z_k
@@ -236,37 +282,29 @@ def make_targets(
         powers[summed] * _perspective(player, read, steps) * root_value[read],
         0.0,
     )
+    return jnp.where(in_episode[:num_steps], n_step + bootstrap, 0.0)
 
-    step_in_episode = in_episode[:num_steps]
-    target_value = jnp.where(step_in_episode, n_step + bootstrap, 0.0)
-    # The reward of the action at row k-1 is data while that row is in the episode; this keeps the
-    # final reward at step e+1 (an absorbing state after termination) and zeroes the steps after it.
+
+def _reward_targets(reward: Array, in_episode: Array, *, num_steps: int) -> Array:
+    """``[K+1]`` float32: 0 at step 0 (its reward head is not trained), then ``r_{k-1}``.
+
+    The reward of the action at row k-1 is data while that row is in the episode (``in_episode``
+    ``[W]``): this keeps the final reward at step e+1 (an absorbing state after termination) and
+    zeroes the steps after it."""
+    reward = reward.astype(jnp.float32)
     taken_reward = jnp.where(in_episode[: num_steps - 1], reward[: num_steps - 1], 0.0)
-    target_reward = jnp.concatenate([jnp.zeros((1,), jnp.float32), taken_reward])
-    target_policy = jnp.where(
-        step_in_episode[:, None], window.policy[:num_steps].astype(jnp.float32), 0.0
-    )
-    # Absorbing states after a termination are trained (mask 1); after a truncation there is no data,
-    # but for the reward of the truncating transition itself, which the step after it is trained on.
+    return jnp.concatenate([jnp.zeros((1,), jnp.float32), taken_reward])
+
+
+def _masks(truncated: Array, in_episode: Array, *, num_steps: int) -> tuple[Array, Array]:
+    """``(mask, reward_mask)``, each ``[K+1]`` float32, from the ``[W]`` bool flags.
+
+    Absorbing states after a termination are trained (mask 1); after a truncation there is no data
+    (mask 0), but for the reward of the truncating transition itself, which the step after it is
+    trained on (``reward_mask`` 1 there)."""
+    truncated_before = _any_before(truncated & in_episode)
     mask = (~truncated_before[:num_steps]).astype(jnp.float32)
     reward_mask = jnp.concatenate(
         [mask[:1], (~truncated_before[: num_steps - 1]).astype(jnp.float32)]
     )
-
-    return Batch(
-        observation=window.observation[0],
-        actions=window.action[:num_unroll_steps].astype(jnp.int32),
-        target_value=target_value.astype(jnp.float32),
-        target_reward=target_reward,
-        target_policy=target_policy,
-        mask=mask,
-        weight=jnp.ones((), jnp.float32),
-        reward_mask=reward_mask,
-        next_observation=window.observation[1:num_steps] if next_observation else None,
-        observation_mask=in_episode[1:num_steps].astype(jnp.float32),
-        target_same_player=(
-            (player[1:num_steps] == player[: num_steps - 1]).astype(jnp.float32)
-            if same_player
-            else None
-        ),
-    )
+    return mask, reward_mask
