@@ -22,7 +22,7 @@ The subpackages are layers, each importing only those below it::
 """
 
 from mz_jax import config, core, envs, mcts, networks, run, training
-from mz_jax.config import NetworkConfig, SearchConfig, TrainConfig
+from mz_jax.config import NetworkConfig, SearchConfig, StochasticConfig, TrainConfig
 from mz_jax.core.loss import LossAux, check_batch, make_loss_fn
 from mz_jax.core.ops import min_max_normalize, scale_gradient
 from mz_jax.core.stochastic_loss import make_stochastic_loss_fn
@@ -65,6 +65,7 @@ __all__ = [
     "RunState",
     "SearchConfig",
     "SearchOutput",
+    "StochasticConfig",
     "StochasticMuZeroNetwork",
     "TrainConfig",
     "TrainState",

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from mz_jax.config.search import SearchConfig
+from mz_jax.config.stochastic import StochasticConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
 
 
@@ -277,14 +278,14 @@ _INVALID = {
         "[0.0, 100.0]",
     ),
     "chance_straight_through unknown": (
-        lambda: TrainConfig(chance_straight_through="sigmoid"),
-        "chance_straight_through",
+        lambda: TrainConfig(stochastic=StochasticConfig(chance_straight_through="sigmoid")),
+        "stochastic.chance_straight_through",
         "'sigmoid'",
         "'logits' or 'softmax'",
     ),
     "chance_codes unknown": (
-        lambda: TrainConfig(chance_codes="true"),
-        "chance_codes",
+        lambda: TrainConfig(stochastic=StochasticConfig(chance_codes="true")),
+        "stochastic.chance_codes",
         "'true'",
         "'environment' or 'learned'",
     ),

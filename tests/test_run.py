@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import _crash_worker
 
 from mz_jax.config import overrides as overrides_lib
+from mz_jax.config.overrides import override
 from mz_jax.config.train import TrainConfig
 from mz_jax.run import checkpoint as checkpoint_lib
 from mz_jax.run import loop as run
@@ -416,11 +417,14 @@ def test_config_saved_before_a_field_existed_resumes_with_its_default(tmp_path):
 def test_chance_only_weights_change_nothing_a_deterministic_run_computes(tmp_path):
     # commitment_loss_weight's default changed (0.25 -> 0) after runs were saved with it; a
     # deterministic network's loss never reads it, so such a run resumes and is reported again.
-    old = TrainConfig().replace(commitment_loss_weight=0.25, code_usage_weight=1.0)
+    old = override(
+        TrainConfig(),
+        {"stochastic.commitment_loss_weight": 0.25, "stochastic.code_usage_weight": 1.0},
+    )
     resume_lib.check_config(tmp_path, old, allow_config_change=False)
     assert resume_lib.check_config(tmp_path, TrainConfig(), allow_config_change=False) == [
-        "code_usage_weight: 1.0 -> 0.0",
-        "commitment_loss_weight: 0.25 -> 0.0",
+        "stochastic.code_usage_weight: 1.0 -> 0.0",
+        "stochastic.commitment_loss_weight: 0.25 -> 0.0",
     ]
     resume_lib.check_config(tmp_path, old, allow_config_change=False)
     resume_lib.check_finished_run(tmp_path, TrainConfig(), name="run")
@@ -444,10 +448,10 @@ def test_chance_only_weights_matter_to_a_stochastic_run(tmp_path):
         network=dataclasses.replace(TrainConfig().network, num_chance_outcomes=4)
     )
     resume_lib.check_config(tmp_path, stochastic, allow_config_change=False)
-    changed = stochastic.replace(commitment_loss_weight=0.25)
-    with pytest.raises(ValueError, match=r"commitment_loss_weight: 0\.0 -> 0\.25"):
+    changed = override(stochastic, {"stochastic.commitment_loss_weight": 0.25})
+    with pytest.raises(ValueError, match=r"stochastic\.commitment_loss_weight: 0\.0 -> 0\.25"):
         resume_lib.check_config(tmp_path, changed, allow_config_change=False)
-    with pytest.raises(ValueError, match=r"commitment_loss_weight: 0\.0 -> 0\.25"):
+    with pytest.raises(ValueError, match=r"stochastic\.commitment_loss_weight: 0\.0 -> 0\.25"):
         resume_lib.check_finished_run(tmp_path, changed, name="run")
 
 

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from mz_jax import Batch
+from mz_jax.config.overrides import override
 from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
 from mz_jax.run import metrics
-from mz_jax.training import build
+from mz_jax.training.build import build
 from mz_jax.training.train import make_train
 from mz_jax.types import StochasticMuZeroNetwork
 
@@ -63,7 +64,13 @@ def test_refuses_what_it_does_not_combine_with(change, message):
 def test_the_config_chooses_what_the_commitment_term_compares_with_the_code(straight_through):
     # The logged commitment term is ||one_hot(argmax) - c^e||^2 with c^e the encoder's logits or
     # their softmax, computed here from the network's own encoder output.
-    config = CONFIG.replace(commitment_loss_weight=1.0, chance_straight_through=straight_through)
+    config = override(
+        CONFIG,
+        {
+            "stochastic.commitment_loss_weight": 1.0,
+            "stochastic.chance_straight_through": straight_through,
+        },
+    )
     components = build(config)
     params = components.init_params(jax.random.key(0))
     rng = np.random.default_rng(0)
@@ -145,13 +152,12 @@ def test_iterations_train_every_term_and_stay_finite(policy, momentum_encoder):
 def test_chance_codes_from_the_environment_are_checked_and_train_on_2048():
     with pytest.raises(
         ValueError,
-        match=r"'chance_codes' = 'environment' is invalid: allowed "
+        match=r"'stochastic.chance_codes' = 'environment' is invalid: allowed "
         r"'learned' for gymnax:CartPole-v1, which does not name",
     ):
-        build(CONFIG.replace(chance_codes="environment"))
-    game = CONFIG.replace(
+        build(override(CONFIG, {"stochastic.chance_codes": "environment"}))
+    game = override(CONFIG, {"stochastic.chance_codes": "environment"}).replace(
         env="pgx:2048",
-        chance_codes="environment",
         reanalyse_policy_fraction=0.0,
         network=dataclasses.replace(
             CONFIG.network,
@@ -167,7 +173,7 @@ def test_chance_codes_from_the_environment_are_checked_and_train_on_2048():
         r"an integer >= 32",
     ):
         build(game.replace(network=dataclasses.replace(game.network, num_chance_outcomes=16)))
-    with pytest.raises(ValueError, match=r"'chance_codes' = 'environment' is invalid"):
+    with pytest.raises(ValueError, match=r"'stochastic.chance_codes' = 'environment' is invalid"):
         build(game.replace(action_repeat=2))
     trainer = make_train(game, devices=jax.devices()[:1])
     state = trainer.init(0)

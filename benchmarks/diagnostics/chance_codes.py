@@ -48,9 +48,9 @@ def main() -> None:
         parser.error(
             f"{args.workdir} trained a MuZero network; chance codes need Stochastic MuZero"
         )
-    if agent.config.chance_codes == "environment":
+    if agent.config.stochastic.chance_codes == "environment":
         parser.error(
-            f"{args.workdir} trained on the environment's chance outcomes (chance_codes="
+            f"{args.workdir} trained on the environment's chance outcomes (stochastic.chance_codes="
             "'environment'); its encoder was not used"
         )
     num_actions, draws = env.num_actions, args.draws

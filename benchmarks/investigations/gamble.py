@@ -37,7 +37,7 @@ import numpy as np
 from common import machine_description, print_table
 
 import mz_jax
-from mz_jax import NetworkConfig, SearchConfig, TrainConfig
+from mz_jax import NetworkConfig, SearchConfig, StochasticConfig, TrainConfig
 from mz_jax.core.stochastic_loss import STRAIGHT_THROUGH
 from mz_jax.envs.toy import START
 from mz_jax.run.agent import Agent
@@ -80,11 +80,12 @@ def config(
         td_steps=2,
         replay_capacity=5_000,
         learning_rate=3e-3,
-        commitment_loss_weight=commitment,
         consistency_loss_weight=consistency,
         target_ema_decay=0.99 if momentum_encoder else 0.0,
         consistency_target_params=momentum_encoder,
-        chance_straight_through=straight_through,
+        stochastic=StochasticConfig(
+            commitment_loss_weight=commitment, chance_straight_through=straight_through
+        ),
         eval_every_env_steps=eval_every,
         eval_episodes=64,
         eval_max_steps=2,

@@ -5,6 +5,7 @@ JSON round trip and dotted overrides (:mod:`mz_jax.config.overrides`), and the p
 
 from mz_jax.config.network import NetworkConfig
 from mz_jax.config.search import SearchConfig
+from mz_jax.config.stochastic import StochasticConfig
 from mz_jax.config.train import TrainConfig
 
-__all__ = ["NetworkConfig", "SearchConfig", "TrainConfig"]
+__all__ = ["NetworkConfig", "SearchConfig", "StochasticConfig", "TrainConfig"]

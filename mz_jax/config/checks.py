@@ -6,7 +6,8 @@ search factories apply to their arguments too), from the dataclasses' ``__post_i
 relate several fields (the replay must hold one sequence per environment stream; the momentum
 encoder needs a consistency loss); :func:`check_for_env` the rules that relate the configuration to
 its environment (a mirror symmetry for ``augment_reflection``, chance outcomes for
-``chance_codes="environment"``, the number of players), once :func:`mz_jax.build` has made it.
+``stochastic.chance_codes="environment"``, the number of players), once :func:`mz_jax.build` has
+made it.
 Every failure is one ``ValueError`` naming the field, its value and what is allowed.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from mz_jax.config.network import NetworkConfig
 from mz_jax.config.search import SearchConfig
+from mz_jax.config.stochastic import StochasticConfig
 from mz_jax.core import validation
 from mz_jax.core.validation import fail
 from mz_jax.envs import GYMNAX_PREFIX, PGX_PREFIX, Env, Reflection, gymnax_adapter, pgx_adapter
@@ -28,6 +30,8 @@ def check_train_config(config: Any) -> None:
         fail("search", config.search, "a mz_jax.SearchConfig")
     if not isinstance(config.network, NetworkConfig):
         fail("network", config.network, "a mz_jax.NetworkConfig")
+    if not isinstance(config.stochastic, StochasticConfig):
+        fail("stochastic", config.stochastic, "a mz_jax.config.StochasticConfig")
     if not isinstance(config.env, str) or ":" not in config.env:
         fail("env", config.env, "'gymnax:<id>' or 'pgx:<id>' (run `mz-jax envs` for the list)")
     # init traces seed + i as an int32 for each of the num_seeds runs.
@@ -155,15 +159,16 @@ def _check_reflection(config: Any, env: Env) -> None:
 
 def _check_stochastic(config: Any, env: Env) -> None:
     """Refuses what Stochastic MuZero (``network.num_chance_outcomes``) does not combine with, and
-    ``chance_codes="environment"`` where ``env`` names no outcomes or more than the network has."""
+    ``stochastic.chance_codes="environment"`` where ``env`` names no outcomes or more than the
+    network has."""
     chance = f"with network.num_chance_outcomes = {config.network.num_chance_outcomes}"
     if config.network.value_prefix_horizon is not None:
         fail("network.value_prefix_horizon", config.network.value_prefix_horizon, f"None {chance}")
-    if config.chance_codes == "environment":
+    if config.stochastic.chance_codes == "environment":
         if env.chance_outcome is None:
             fail(
-                "chance_codes",
-                config.chance_codes,
+                "stochastic.chance_codes",
+                config.stochastic.chance_codes,
                 f"'learned' for {env.name}, which does not name its chance outcomes (pgx:2048 "
                 "and pgx:backgammon do; an action_repeat above 1 does not)",
             )
@@ -171,8 +176,9 @@ def _check_stochastic(config: Any, env: Env) -> None:
             fail(
                 "network.num_chance_outcomes",
                 config.network.num_chance_outcomes,
-                f"an integer >= {env.num_chance_outcomes} with chance_codes='environment': "
-                f"{env.name} names {env.num_chance_outcomes} outcomes",
+                f"an integer >= {env.num_chance_outcomes} with "
+                f"stochastic.chance_codes='environment': {env.name} names "
+                f"{env.num_chance_outcomes} outcomes",
             )
 
 

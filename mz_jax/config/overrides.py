@@ -71,12 +71,35 @@ def config_from_dict(d: dict[str, Any]) -> TrainConfig:
     JSON has no tuples and no dataclasses: nested dicts become the field's dataclass
     (``search``, ``network``) and lists become tuples, at any depth (``temperature_schedule`` is a
     tuple of pairs). Fields missing from ``d`` take their defaults (a config saved before the field
-    existed); an unknown field is an error, since silently dropping it would change the run.
+    existed), and the Stochastic MuZero fields saved at the top level before they were grouped move
+    into ``stochastic``; an unknown field is an error, since silently dropping it would change the
+    run.
 
     Raises:
       ValueError: for an unknown field (naming it) or an invalid value (the config's own message).
     """
-    return _dataclass_from_dict(TrainConfig, d, prefix="")
+    return _dataclass_from_dict(TrainConfig, _grouped(d), prefix="")
+
+
+_STOCHASTIC_FIELDS = (
+    "commitment_loss_weight",
+    "code_usage_weight",
+    "chance_straight_through",
+    "chance_codes",
+)
+"""Fields of ``stochastic`` that a ``config.json`` written before the group existed holds at the
+top level."""
+
+
+def _grouped(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` with the Stochastic MuZero fields it holds at the top level (as a ``config.json``
+    saved before they were grouped does) moved into its ``stochastic`` table."""
+    flat = {name: d[name] for name in _STOCHASTIC_FIELDS if name in d}
+    if not flat:
+        return d
+    grouped = {name: value for name, value in d.items() if name not in flat}
+    grouped["stochastic"] = {**flat, **(d.get("stochastic") or {})}
+    return grouped
 
 
 def _dataclass_from_dict(cls: type, d: Any, *, prefix: str) -> Any:

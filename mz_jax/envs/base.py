@@ -105,7 +105,7 @@ class Env:
       chance_outcome: with ``num_chance_outcomes``, ``chance_outcome(observation, action,
         next_observation) -> int32`` in ``[0, num_chance_outcomes)``, the outcome of one observed
         transition (unbatched; vmap for a batch), which Stochastic MuZero can train on in place of
-        its learned codes (``TrainConfig.chance_codes="environment"``); None otherwise.
+        its learned codes (``TrainConfig.stochastic.chance_codes="environment"``); None otherwise.
         Keyword-only.
       reflection: a mirror symmetry of the environment (:class:`Reflection`), or None where it
         has none or none is written down. Keyword-only.

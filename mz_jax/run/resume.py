@@ -8,12 +8,14 @@ configuration its entry gives now (:func:`check_finished_run`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import jax
 
 from mz_jax.config.overrides import config_differences, config_from_dict, config_to_dict
+from mz_jax.config.stochastic import StochasticConfig
 from mz_jax.config.train import TrainConfig
 from mz_jax.run.workdir import CONFIG_FILE, write_atomically
 
@@ -58,9 +60,10 @@ keeps, and how its learner is traced."""
 
 
 CHANCE_ONLY_FIELDS = frozenset(
-    {"commitment_loss_weight", "code_usage_weight", "chance_straight_through", "chance_codes"}
+    f"stochastic.{field.name}" for field in dataclasses.fields(StochasticConfig)
 )
-"""Loss settings that only Stochastic MuZero's loss reads (``network.num_chance_outcomes`` set)."""
+"""The fields of ``stochastic``: only Stochastic MuZero's loss reads them (``network.num_chance_outcomes``
+set)."""
 
 
 def inert_fields(config: TrainConfig) -> frozenset[str]:

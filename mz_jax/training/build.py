@@ -129,14 +129,16 @@ def build(config: TrainConfig, *, unroll: int | bool | None = None) -> Component
             network,
             value_loss_weight=config.value_loss_weight,
             reward_loss_weight=config.reward_loss_weight,
-            commitment_loss_weight=config.commitment_loss_weight,
+            commitment_loss_weight=config.stochastic.commitment_loss_weight,
             weight_decay=0.0 if config.decoupled_weight_decay else config.weight_decay,
             hidden_grad_scale=config.hidden_grad_scale,
             consistency_loss_weight=config.consistency_loss_weight,
-            code_usage_weight=config.code_usage_weight,
+            code_usage_weight=config.stochastic.code_usage_weight,
             value_target_sigma=config.value_target_sigma,
-            straight_through=config.chance_straight_through,
-            chance_outcome=env.chance_outcome if config.chance_codes == "environment" else None,
+            straight_through=config.stochastic.chance_straight_through,
+            chance_outcome=env.chance_outcome
+            if config.stochastic.chance_codes == "environment"
+            else None,
             unroll=unroll,
         )
     schedule = learner.make_schedule(

@@ -29,7 +29,7 @@ def config() -> TrainConfig:
             "replay_capacity": 50_000,
             "learning_rate": 3e-3,
             "consistency_loss_weight": 2.0,
-            "commitment_loss_weight": 0.0,
+            "stochastic.commitment_loss_weight": 0.0,
             "eval_every_env_steps": 25_000,
             "eval_episodes": 32,
             "eval_max_steps": 1_000,
