@@ -13,7 +13,7 @@ from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
 from mz_jax.networks import count_params, stochastic_resnet_network
 from mz_jax.run import metrics
-from mz_jax.training import build
+from mz_jax.training.build import build
 from mz_jax.training.train import make_train
 from mz_jax.types import AfterstateOutput, ModelOutput, StochasticMuZeroNetwork
 

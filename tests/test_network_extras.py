@@ -434,7 +434,7 @@ def test_observation_layer_norm_changes_only_the_representations_first_norm():
 
 def test_observation_layer_norm_reaches_the_network_from_the_config():
     from mz_jax import NetworkConfig, TrainConfig
-    from mz_jax.training import build
+    from mz_jax.training.build import build
 
     config = TrainConfig(network=NetworkConfig(observation_layer_norm=False), num_envs=2)
     params = build(config).init_params(jax.random.key(0))
@@ -447,7 +447,7 @@ def test_observation_layer_norm_reaches_the_network_from_the_config():
 
 def test_conv_channels_reaches_the_mlp_from_the_config_and_is_refused_elsewhere():
     from mz_jax import NetworkConfig, TrainConfig
-    from mz_jax.training import build
+    from mz_jax.training.build import build
 
     image = TrainConfig(
         env="gymnax:Breakout-MinAtar",
@@ -525,7 +525,7 @@ def test_observation_scale_refuses_bad_factors(scale, message):
 
 def test_observation_scale_reaches_the_mlp_from_the_config_and_is_refused_elsewhere():
     from mz_jax import NetworkConfig, TrainConfig
-    from mz_jax.training import build
+    from mz_jax.training.build import build
 
     network = NetworkConfig(hidden_sizes=(8,), latent_size=4, observation_scale=(1, 2, 20, 2))
     config = TrainConfig(env="gymnax:CartPole-v1", num_envs=2, network=network)

@@ -18,7 +18,8 @@ from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
 from mz_jax.mcts.policies import search
 from mz_jax.run import metrics
-from mz_jax.training import build, iteration, learner
+from mz_jax.training import iteration, learner
+from mz_jax.training.build import build
 from mz_jax.training.train import make_train
 
 CONFIG = TrainConfig(
