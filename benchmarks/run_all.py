@@ -1,14 +1,20 @@
-"""Every benchmark except the learning runs, as one markdown report: ``benchmarks/RESULTS.md``.
+"""Every benchmark but the learning runs, as the tables of ``benchmarks/results/performance.json``.
 
-    python benchmarks/run_all.py                              # the report (~10 min on 2 CPU cores)
-    python benchmarks/run_all.py --quick --output /tmp/q.md   # small sizes, few repeats: a smoke run
-    python benchmarks/run_all.py --sections training search    # some sections, in that order
+    python benchmarks/run_all.py                                  # every section (~10 min, 2 cores)
+    python benchmarks/run_all.py --quick --out /tmp/perf.json     # a smoke run: about a minute
+    python benchmarks/run_all.py --sections training search       # some sections, in that order
 
-Runs the measurements of ``investigations/loss_unroll.py``, ``search.py``, ``selfplay.py`` and ``training.py`` (by
-calling their functions, one after another in this process) and writes the machine, the package
-versions, the command and one table per figure. Progress goes to stderr; the report is also printed.
-The report file is rewritten after each section, so a run stopped part-way keeps what it finished.
-``learning.py`` (minutes per seed) is not part of it.
+Runs the measurements of ``investigations/loss_unroll.py``, ``search.py``, ``selfplay.py`` and
+``training.py`` (by calling their functions, one after another in this process) and adds their
+tables to the result file, each dated and naming the machine and the command, then a table of the
+seconds each section took whose note gives the versions, the commit and the machine's load. A file
+already there keeps its older tables. The file is rewritten after each section, so a run stopped
+part-way keeps what it finished; ``python benchmarks/results.py`` then writes RESULTS.md from it.
+Progress goes to stderr.
+
+``--quick`` measures small sizes once, with one search policy, and leaves out the training
+sections (each compiles whole training steps: minutes on two busy cores) unless ``--sections``
+names them. ``learning.py`` (minutes per seed) is not part of it.
 """
 
 from __future__ import annotations
@@ -17,8 +23,11 @@ import argparse
 import dataclasses
 import datetime
 import importlib.metadata
+import json
+import numbers
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -27,28 +36,38 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jax
+import results
 import search
 import selfplay
 import training
-from common import format_table, machine_description, percent
+from common import machine_description, percent
 from investigations import loss_unroll
 
+from mz_jax import SearchConfig
+
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "mctx", "gymnax", "pgx", "mz_jax")
-DEFAULT_OUTPUT = Path(__file__).resolve().parent / "RESULTS.md"
+DEFAULT_OUT = results.RESULTS_DIR / "performance.json"
+TITLE = "Throughput on one machine: the loss's unroll, the search, self-play and training"
+CAVEAT = (
+    "Times are wall-clock medians after compilation unless a note says otherwise. Other processes "
+    "on the machine slow every figure; compare tables from the same machine, quiet."
+)
 
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """Sizes and repeats of every section of the report."""
+    """Sizes and repeats of every section."""
 
     unroll_lengths: tuple[int, ...] = (5, 10, 20, 50)
     loss_batch_size: int = 256
     loss_repeats: int = 10
+    search_policies: tuple[str, ...] = ("muzero", "gumbel")
     search_batch_sizes: tuple[int, ...] = (1, 64, 256)
     search_action_counts: tuple[int, ...] = (2, 9, 18)
     search_simulations: int = 32
     search_repeats: int = 5
     selfplay_envs: tuple[str, ...] = selfplay.ENVS
+    selfplay_policies: tuple[str, ...] = ("muzero", "gumbel")
     selfplay_env_counts: tuple[int, ...] = (16, 64, 256)
     selfplay_simulations: tuple[int, ...] = (8,)
     selfplay_steps: int = 16
@@ -57,15 +76,22 @@ class Plan:
 
     @classmethod
     def quick(cls) -> Plan:
+        """One small configuration of each, timed once: every compile is of a small program."""
         return cls(
-            unroll_lengths=(5,),
-            loss_repeats=3,
-            search_batch_sizes=(64,),
-            search_action_counts=(9,),
-            search_repeats=3,
+            unroll_lengths=(2,),
+            loss_batch_size=8,
+            loss_repeats=1,
+            search_policies=("gumbel",),
+            search_batch_sizes=(4,),
+            search_action_counts=(2,),
+            search_simulations=4,
+            search_repeats=1,
             selfplay_envs=("gymnax:CartPole-v1",),
-            selfplay_env_counts=(64,),
-            selfplay_repeats=3,
+            selfplay_policies=("gumbel",),
+            selfplay_env_counts=(4,),
+            selfplay_simulations=(2,),
+            selfplay_steps=2,
+            selfplay_repeats=1,
             training=training.Settings.quick(),
         )
 
@@ -74,213 +100,198 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def versions() -> list[list[str]]:
-    rows = [["python", platform.python_version()]]
-    for name in PACKAGES:
-        try:
-            rows.append([name, importlib.metadata.version(name)])
-        except importlib.metadata.PackageNotFoundError:
-            rows.append([name, "not installed"])
-    return rows
+def cell_value(cell: object) -> str | int | float:
+    """A table cell as a result file holds it: numbers as numbers (``"1,310,537"`` -> 1310537,
+    ``"12.24"`` -> 12.24, numpy scalars as Python's); other text (``"1.67x"``, ``"8.5%"``) as is."""
+    if isinstance(cell, numbers.Integral):
+        return int(cell)
+    if isinstance(cell, numbers.Real):
+        return float(cell)
+    text = str(cell)
+    if re.fullmatch(r"-?(\d{1,3}(,\d{3})+|\d+)", text):
+        return int(text.replace(",", ""))
+    if re.fullmatch(r"-?\d+\.\d+", text):
+        return float(text)
+    return text
 
 
-def git_revision() -> str:
-    """The repository's commit, with '+ changes' if the working tree differs from it."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return f"{commit} + uncommitted changes" if dirty else commit
+def table(columns: list[str], rows: list[list[object]], note: str) -> dict:
+    """One table of a result file, less its date, machine and command."""
+    return {
+        "columns": list(columns),
+        "rows": [[cell_value(c) for c in row] for row in rows],
+        "note": note,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------
-# Sections: each returns its markdown.
+# Sections: each returns its tables.
 
 
-def loss_section(plan: Plan) -> str:
+def loss_tables(plan: Plan) -> list[dict]:
     rows = loss_unroll.unroll_rows(
         plan.unroll_lengths, batch_size=plan.loss_batch_size, repeats=plan.loss_repeats
     )
-    return "\n".join(
-        [
-            "## Loss: `lax.scan` unroll against a Python-loop unroll",
-            "",
-            f"`jax.jit(jax.value_and_grad(loss))` of the MuZero loss, MLP 128×128 (latent 128), "
-            f"batch {plan.loss_batch_size}, the model unrolled K steps by `lax.scan` (as "
-            "`mz_jax.make_loss_fn` does) and by a Python for-loop (traced K times). Milliseconds: "
-            "trace, XLA compile, and one step after compilation (median of "
-            f"{plan.loss_repeats}). The scan's program does not grow with K, so its compile time "
-            "stays flat while the loop's grows; `step scan/loop` above 1 is the scan's "
-            "per-step cost.",
-            "",
-            format_table(loss_unroll.UNROLL_HEADERS, rows),
-        ]
+    note = (
+        "Loss: `lax.scan` unroll against a Python-loop unroll. "
+        "`jax.jit(jax.value_and_grad(loss))` of the MuZero loss, MLP 128×128 (latent 128), "
+        f"batch {plan.loss_batch_size}, the model unrolled K steps by `lax.scan` (as "
+        "`mz_jax.make_loss_fn` does) and by a Python for-loop (traced K times). Milliseconds: "
+        f"trace, XLA compile, and one step after compilation (median of {plan.loss_repeats}). The "
+        "scan's program does not grow with K, so its compile time stays flat while the loop's "
+        "grows; `step scan/loop` above 1 is the scan's per-step cost."
     )
+    return [table(loss_unroll.UNROLL_HEADERS, rows, note)]
 
 
-def search_section(plan: Plan) -> str:
+def search_tables(plan: Plan) -> list[dict]:
     n = plan.search_simulations
-    rows = [
-        [policy, batch, actions, f"{1e3 * seconds:.2f}", f"{batch * n / seconds:,.0f}"]
-        for policy, batch, actions, seconds in search.time_policies(
-            plan.search_batch_sizes,
-            plan.search_action_counts,
-            num_simulations=n,
-            repeats=plan.search_repeats,
-        )
-    ]
-    return "\n".join(
-        [
-            "## Search: simulations per second",
-            "",
-            f"One jitted `mz_jax.search` call with {n} simulations on a batch of roots, "
-            f"untrained two-layer MLP (hidden {search.HIDDEN_SIZE}); median of "
-            f"{plan.search_repeats} calls after compilation. Simulations per second = batch × "
-            "simulations / seconds per call.",
-            "",
-            format_table(["policy", "batch", "actions", "ms/call", "simulations/s"], rows),
-        ]
+    rows = []
+    for policy in plan.search_policies:
+        config = SearchConfig(policy=policy, num_simulations=n, discount=0.997, two_player=False)
+        for actions in plan.search_action_counts:
+            for batch in plan.search_batch_sizes:
+                seconds = search.time_search(config, batch, actions, plan.search_repeats)
+                rows.append(
+                    [policy, batch, actions, round(1e3 * seconds, 2), round(batch * n / seconds)]
+                )
+    note = (
+        f"Search: simulations per second. One jitted `mz_jax.search` call with {n} simulations on "
+        f"a batch of roots, untrained two-layer MLP (hidden {search.HIDDEN_SIZE}); median of "
+        f"{plan.search_repeats} calls after compilation. Simulations per second = batch × "
+        "simulations / seconds per call."
     )
+    return [table(["policy", "batch", "actions", "ms/call", "simulations/s"], rows, note)]
 
 
-def selfplay_section(plan: Plan) -> str:
-    rows = selfplay.selfplay_rows(
-        plan.selfplay_envs,
-        plan.selfplay_env_counts,
-        plan.selfplay_simulations,
-        num_steps=plan.selfplay_steps,
-        repeats=plan.selfplay_repeats,
+def selfplay_tables(plan: Plan) -> list[dict]:
+    rows = []
+    for env_name in plan.selfplay_envs:
+        for policy in plan.selfplay_policies:
+            for sims in plan.selfplay_simulations:
+                for envs in plan.selfplay_env_counts:
+                    seconds = selfplay.time_rollout(
+                        env_name,
+                        policy=policy,
+                        num_envs=envs,
+                        num_simulations=sims,
+                        num_steps=plan.selfplay_steps,
+                        repeats=plan.selfplay_repeats,
+                    )
+                    steps = plan.selfplay_steps * envs
+                    rate = steps / seconds
+                    rows.append(
+                        [
+                            env_name,
+                            policy,
+                            sims,
+                            envs,
+                            round(1e3 * seconds, 1),
+                            round(rate),
+                            round(rate * sims),
+                        ]
+                    )
+    note = (
+        "Self-play: environment steps per second. `mz_jax.training.actor.rollout` under "
+        f"`jax.jit`: {plan.selfplay_steps} steps of [search, act, step every environment] as one "
+        "`lax.scan`, untrained MLP (64, 64; latent 64); median of "
+        f"{plan.selfplay_repeats} calls after compilation. Environment steps per second = steps × "
+        "environments / seconds per rollout; no learning."
     )
-    return "\n".join(
-        [
-            "## Self-play: environment steps per second",
-            "",
-            f"`mz_jax.training.actor.rollout` under `jax.jit`: {plan.selfplay_steps} steps of [search, act, "
-            "step every environment] as one `lax.scan`, untrained MLP (64, 64; latent 64); median "
-            f"of {plan.selfplay_repeats} calls after compilation. Environment steps per second = "
-            "steps × environments / seconds per rollout; no learning.",
-            "",
-            format_table(selfplay.SELFPLAY_HEADERS, rows),
-        ]
-    )
+    return [table(selfplay.SELFPLAY_HEADERS, rows, note)]
 
 
-def training_sections(plan: Plan) -> str:
-    """The learner update, end-to-end and seeds sections: one set of measurements, three tables."""
-    results = training.measure(plan.training, log=log)
-    return "\n\n".join(
-        [
-            update_section(results, plan.training),
-            end_to_end_section(results, plan.training),
-            seeds_section(results, plan.training),
-            per_call_section(results, plan.training),
-        ]
-    )
-
-
-def per_call_section(results: training.Results, settings: training.Settings) -> str:
-    return "\n".join(
-        [
-            "## Iterations per host call",
-            "",
-            f"`iterations_per_call` 1 and {settings.iterations_per_call} (a `lax.scan` of "
-            "iterations inside the jit, results equal to single calls) on the CartPole preset, "
-            "with the metrics fetched to the host after every call as `mz-jax train` does; median "
-            f"of {settings.vmapped_blocks} blocks of {settings.iterations} iterations.",
-            "",
-            format_table(*training.per_call_table(results)),
-        ]
-    )
-
-
-def update_section(results: training.Results, settings: training.Settings) -> str:
-    update, peak = results.update, results.peak
-    fraction = update.flops_per_second / peak.flops_per_second
-    return "\n".join(
-        [
-            "## Learner updates per second and the fraction of the matmul peak",
-            "",
-            training.description(results, settings) + ".",
-            "",
-            "`mz_jax.training.learner.update` (loss, gradient, clipping, Adam) jitted on one device, on a "
-            f"fixed batch of the preset's shapes; median of {settings.update_repeats} updates "
-            "after compilation. The peak is a jitted float32 "
-            f"`a @ b` of {peak.size}×{peak.size} matrices (2n³ FLOPs, the fastest of "
-            f"{settings.matmul_repeats} products: {1e3 * peak.seconds:.0f} ms); the update's FLOPs "
-            "are XLA's cost analysis of its program with the unroll fully unrolled.",
-            "",
-            format_table(*training.update_table(results)),
-            "",
-            f"How to read: the update runs at {percent(fraction)} of the rate of one large product. "
-            f"Its matrices are small (batch {update.batch_size} by width "
-            f"{max(results.config.network.hidden_sizes)}) next to the peak's "
-            f"{peak.size}×{peak.size}, so for a network this size the fraction says more about the "
-            "network than about the code.",
-        ]
-    )
-
-
-def end_to_end_section(results: training.Results, settings: training.Settings) -> str:
-    return "\n".join(
-        [
-            "## End to end: environment steps per second of training",
-            "",
-            "`trainer = make_train(config)` for the CartPole preset; the time of "
-            "`trainer.step(state)` (self-play, replay, learner updates: one compiled program per "
-            f"iteration), {settings.iterations} iterations dispatched back to back after the "
-            f"replay warmed up, median over {settings.num_seeds} seeds. Compile time is lowering "
-            "and compiling the step. Evaluation, logging and checkpoints of `mz-jax train` are "
-            "not included.",
-            "",
-            format_table(*training.end_to_end_table(results)),
-        ]
-    )
-
-
-def seeds_section(results: training.Results, settings: training.Settings) -> str:
-    seeds = results.seeds
+def training_tables(measured: training.Results, settings: training.Settings) -> list[dict]:
+    """The learner update, end-to-end, seeds and iterations-per-call tables of one measurement."""
+    update, peak, seeds = measured.update, measured.peak, measured.seeds
     num_seeds = seeds.vmapped.num_seeds
-    return "\n".join(
-        [
-            f"## Seeds: {num_seeds} vmapped seeds against sequential seeds",
-            "",
-            f"Vmapped: `config.replace(num_seeds={num_seeds})`, one program advancing every seed "
-            "per step (every state leaf has a leading seed axis); median of "
-            f"{settings.vmapped_blocks} blocks of {settings.iterations} iterations. Sequential: "
-            "the single-seed runs of the previous section, one after another (one compilation, "
-            "reused: the seed is data). Throughput counts the environment steps of all seeds.",
-            "",
-            format_table(*training.seeds_table(results)),
-            "",
-            f"How to read: the ratio {seeds.ratio:.2f}× is vmapped over sequential throughput. "
-            "Above 1, one program for all seeds gets more out of the machine than the seeds one "
-            "after another; at or below 1, one seed already keeps the machine busy. The projected "
-            "column adds one compilation to the time the measured throughput needs for every "
-            "seed's full run (separate processes would compile once each).",
-        ]
+    update_note = (
+        "Learner updates per second and the fraction of the matmul peak. "
+        f"{training.description(measured, settings)}. `mz_jax.training.learner.update` (loss, "
+        "gradient, clipping, Adam) jitted on one device, on a fixed batch of the preset's shapes; "
+        f"median of {settings.update_repeats} updates after compilation. The peak is a jitted "
+        f"float32 `a @ b` of {peak.size}×{peak.size} matrices (2n³ FLOPs, the fastest of "
+        f"{settings.matmul_repeats} products: {1e3 * peak.seconds:.0f} ms); the update's FLOPs are "
+        "XLA's cost analysis of its program with the unroll fully unrolled. How to read: the update "
+        f"runs at {percent(update.flops_per_second / peak.flops_per_second)} of the rate of one "
+        f"large product. Its matrices are small (batch {update.batch_size} by width "
+        f"{max(measured.config.network.hidden_sizes)}) next to the peak's {peak.size}×{peak.size}, "
+        "so for a network this size the fraction says more about the network than about the code."
     )
+    end_to_end_note = (
+        "End to end: environment steps per second of training. `trainer = make_train(config)` for "
+        "the CartPole preset; the time of `trainer.step(state)` (self-play, replay, learner "
+        f"updates: one compiled program per iteration), {settings.iterations} iterations "
+        f"dispatched back to back after the replay warmed up, median over {settings.num_seeds} "
+        "seeds. Compile time is lowering and compiling the step. Evaluation, logging and "
+        "checkpoints of `mz-jax train` are not included."
+    )
+    seeds_note = (
+        f"Seeds: {num_seeds} vmapped seeds against sequential seeds. Vmapped: "
+        f"`config.replace(num_seeds={num_seeds})`, one program advancing every seed per step "
+        f"(every state leaf has a leading seed axis); median of {settings.vmapped_blocks} blocks "
+        f"of {settings.iterations} iterations. Sequential: the single-seed runs above, one after "
+        "another (one compilation, reused: the seed is data). Throughput counts the environment "
+        f"steps of all seeds. How to read: the ratio {seeds.ratio:.2f}× is vmapped over "
+        "sequential throughput. Above 1, one program for all seeds gets more out of the machine "
+        "than the seeds one after another; at or below 1, one seed already keeps the machine "
+        "busy. The projected column adds one compilation to the time the measured throughput "
+        "needs for every seed's full run (separate processes would compile once each)."
+    )
+    per_call_note = (
+        f"Iterations per host call: `iterations_per_call` 1 and {settings.iterations_per_call} "
+        "(a `lax.scan` of iterations inside the jit, results equal to single calls) on the "
+        "CartPole preset, with the metrics fetched to the host after every call as `mz-jax train` "
+        f"does; median of {settings.vmapped_blocks} blocks of {settings.iterations} iterations."
+    )
+    return [
+        table(*training.update_table(measured), update_note),
+        table(*training.end_to_end_table(measured), end_to_end_note),
+        table(*training.seeds_table(measured), seeds_note),
+        table(*training.per_call_table(measured), per_call_note),
+    ]
 
 
-SECTIONS = {
-    "loss": ("loss unroll", loss_section),
-    "search": ("search", search_section),
-    "selfplay": ("self-play", selfplay_section),
-    "training": ("training", training_sections),
+SECTIONS: dict[str, tuple[str, Callable[[Plan], list[dict]]]] = {
+    "loss": ("loss unroll", loss_tables),
+    "search": ("search", search_tables),
+    "selfplay": ("self-play", selfplay_tables),
+    "training": (
+        "training",
+        lambda plan: training_tables(training.measure(plan.training, log=log), plan.training),
+    ),
 }
+QUICK_SECTIONS = ("loss", "search", "selfplay")
+
+
+# ---------------------------------------------------------------------------------------------------
+# The run: what it ran on, and the result file.
+
+
+def versions() -> str:
+    found = [f"python {platform.python_version()}"]
+    for name in PACKAGES:
+        try:
+            found.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{name} not installed")
+    return ", ".join(found)
+
+
+def git_revision() -> str:
+    """The repository's commit, with '+ uncommitted changes' if the working tree differs from it."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return f"{commit} + uncommitted changes" if dirty else commit
 
 
 def load_average() -> str:
@@ -292,87 +303,78 @@ def load_average() -> str:
     return f"{load:.1f} on {os.cpu_count()} cores"
 
 
-def report(
-    plan: Plan,
-    *,
-    command: str,
-    sections: list[str] | None = None,
-    on_section: Callable[[str], None] | None = None,
-) -> str:
-    """The report of ``sections`` (keys of ``SECTIONS``; all by default), in that order.
-    ``on_section`` receives the report so far after each section, so a run stopped part-way
-    (a time limit on a lent machine, say) keeps the sections it finished."""
-    sections = list(SECTIONS) if sections is None else sections
+def time_table(durations: list[tuple[str, float]], missing: list[str], load_before: str) -> dict:
+    """Seconds per section, and in the note what the run ran on."""
+    device = jax.devices()[0]
+    total = sum(seconds for _, seconds in durations)
+    rows = [[name, round(seconds)] for name, seconds in durations] + [["total", round(total)]]
+    unfinished = f" Not finished: {', '.join(missing)} still to run." if missing else ""
+    note = (
+        f"Time spent per section.{unfinished} Timed on `{device}` ({device.device_kind}); commit "
+        f"{git_revision()}; load average (1 min) {load_before} before the run, {load_average()} "
+        f"after it. Versions: {versions()}. {CAVEAT}"
+    )
+    return table(["section", "seconds"], rows, note)
+
+
+def run(plan: Plan, sections: list[str], *, on_tables: Callable[[list[dict]], None]) -> list[dict]:
+    """The tables of ``sections`` (keys of ``SECTIONS``), in that order, then the time table;
+    ``on_tables`` receives the tables so far after each section."""
     load_before = load_average()
-    started = time.perf_counter()
-    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    bodies, durations = [], []
-
-    def render() -> str:
-        total = time.perf_counter() - started
-        device = jax.devices()[0]
-        done = f"in {total / 60:.1f} min"
-        if len(bodies) < len(sections):
-            missing = ", ".join(SECTIONS[key][0] for key in sections[len(bodies) :])
-            done += f"; not finished: {missing} still to run"
-        header = [
-            "# mz_jax performance report",
-            "",
-            f"Generated {date} by `{command}` {done}.",
-            "",
-            f"- Machine: `{machine_description()}`",
-            f"- Timed on: `{device}` ({device.device_kind}); commit {git_revision()}",
-            f"- Load average (1 min): {load_before} before the run, {load_average()} after it",
-            "- Versions: " + ", ".join(f"{name} {version}" for name, version in versions()),
-            "",
-            "Times are wall-clock medians after compilation unless the text says otherwise. Other "
-            "processes on the machine slow every figure; compare reports from the same machine, "
-            "quiet.",
-        ]
-        footer = [
-            "## Time spent per section",
-            "",
-            format_table(["section", "seconds"], [*durations, ["total", f"{total:.0f}"]]),
-        ]
-        return "\n\n".join(["\n".join(header), *bodies, "\n".join(footer)]) + "\n"
-
-    for key in sections:
-        name, section = SECTIONS[key]
+    tables, durations = [], []
+    for i, key in enumerate(sections):
+        name, measure = SECTIONS[key]
         log(f"{name} ...")
         start = time.perf_counter()
-        bodies.append(section(plan))
-        durations.append([name, f"{time.perf_counter() - start:.0f}"])
-        log(f"{name}: {durations[-1][1]} s")
-        if on_section is not None:
-            on_section(render())
-    return render()
+        tables += measure(plan)
+        durations.append((name, time.perf_counter() - start))
+        log(f"{name}: {durations[-1][1]:.0f} s")
+        missing = [SECTIONS[k][0] for k in sections[i + 1 :]]
+        on_tables([*tables, time_table(durations, missing, load_before)])
+    return [*tables, time_table(durations, [], load_before)]
+
+
+def earlier_result(path: Path) -> dict:
+    """The result file at ``path`` (checked), or a new one named after it."""
+    if not path.exists():
+        return {"name": path.stem, "title": TITLE, "tables": []}
+    return results.validate(json.loads(path.read_text()), path)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     parser.add_argument(
-        "--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the report"
+        "--quick",
+        action="store_true",
+        help="small sizes timed once, one search policy, no training sections unless named",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="the result file to add the tables to"
     )
     parser.add_argument(
         "--sections",
         nargs="+",
         choices=list(SECTIONS),
-        default=list(SECTIONS),
-        help="which sections to run, in this order (default: all)",
+        help="which sections to run, in this order (default: all; with --quick: "
+        f"{' '.join(QUICK_SECTIONS)})",
     )
     args = parser.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
-    command = shlex.join(["python", "benchmarks/run_all.py", *argv])
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    text = report(
-        Plan.quick() if args.quick else Plan(),
-        command=command,
-        sections=args.sections,
-        on_section=args.output.write_text,
-    )
-    print(text)
-    log(f"wrote {args.output}")
+    sections = args.sections or list(QUICK_SECTIONS if args.quick else SECTIONS)
+    stamp = {
+        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+        "machine": machine_description(),
+        "command": shlex.join(["python", "benchmarks/run_all.py", *argv]),
+    }
+    earlier = earlier_result(args.out)
+
+    def write(tables: list[dict]) -> None:
+        result = {**earlier, "tables": earlier["tables"] + [{**stamp, **t} for t in tables]}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(results.dumps(results.validate(result, args.out)))
+
+    write(run(Plan.quick() if args.quick else Plan(), sections, on_tables=write))
+    log(f"wrote {args.out}; `python benchmarks/results.py` writes RESULTS.md from it")
 
 
 if __name__ == "__main__":
