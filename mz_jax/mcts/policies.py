@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -103,33 +104,10 @@ def search(
     Raises:
       ValueError: for mismatched shapes (at trace time) or a bad Python ``temperature``.
     """
-    if not isinstance(config, SearchConfig):
-        raise ValueError(f"config must be a SearchConfig; got {type(config).__name__}")
-    legal_action_mask = jnp.asarray(legal_action_mask)
-    if legal_action_mask.ndim != 2:
-        raise ValueError(
-            f"legal_action_mask must have shape [B, A]; got shape {legal_action_mask.shape}"
-        )
+    legal_action_mask = _checked_inputs(
+        observation, legal_action_mask, config=config, temperature=temperature
+    )
     batch_size, num_actions = legal_action_mask.shape
-    observation_batch_sizes = {
-        jnp.shape(x)[0] if jnp.ndim(x) else None for x in jax.tree.leaves(observation)
-    }
-    if observation_batch_sizes != {batch_size}:
-        raise ValueError(
-            f"observation's leading (batch) axis must equal legal_action_mask's, {batch_size}; got "
-            f"{sorted(observation_batch_sizes, key=str)}"
-        )
-    python_number = isinstance(temperature, int | float) and not isinstance(temperature, bool)
-    if python_number and not (math.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be finite and >= 0; got {temperature!r}")
-    stochastic = isinstance(network, StochasticMuZeroNetwork)
-    for name in ("discount", "two_player"):
-        if getattr(config, name) is None:
-            raise ValueError(
-                f"SearchConfig.{name} is None: a direct call of search() needs it set (training "
-                "derives it: mz_jax.training.build sets it from TrainConfig and the environment)"
-            )
-
     root_key, search_key, action_key = jax.random.split(rng_key, 3)
     if greedy:
         # Evaluation is a function of the position alone: mctx still draws tie-breaking noise and
@@ -142,18 +120,96 @@ def search(
             f"the network's policy_logits have shape {root.prior_logits.shape}; the legal action "
             f"mask needs [B, A] = {(batch_size, num_actions)}"
         )
+    legal, has_legal_action = _searched_legal_actions(legal_action_mask)
+    root, root_not_finite = _finite_root(root)
 
+    model, puct_policy, gumbel_policy = _model_and_policies(network, config)
+    if config.policy == "muzero":
+        policy_output, action = _puct_search(
+            params,
+            (root_key, search_key, action_key),
+            root,
+            legal,
+            model=model,
+            policy=puct_policy,
+            config=config,
+            temperature=temperature,
+            greedy=greedy,
+        )
+    else:
+        policy_output, action = _gumbel_search(
+            params,
+            search_key,
+            root,
+            legal,
+            model=model,
+            policy=gumbel_policy,
+            config=config,
+            greedy=greedy,
+        )
+    return _search_output(policy_output, action, has_legal_action, root_not_finite)
+
+
+def _checked_inputs(
+    observation: Any, legal_action_mask: Any, *, config: SearchConfig, temperature: float | Array
+) -> Array:
+    """``legal_action_mask`` as an array, once the inputs pass :func:`search`'s checks.
+
+    Raises:
+      ValueError: a config that is not a complete :class:`SearchConfig`, a mask that is not
+        ``[B, A]``, an observation whose leaves do not all have the mask's leading axis B, a
+        Python ``temperature`` that is negative or not finite.
+    """
+    if not isinstance(config, SearchConfig):
+        raise ValueError(f"config must be a SearchConfig; got {type(config).__name__}")
+    legal_action_mask = jnp.asarray(legal_action_mask)
+    if legal_action_mask.ndim != 2:
+        raise ValueError(
+            f"legal_action_mask must have shape [B, A]; got shape {legal_action_mask.shape}"
+        )
+    batch_size = legal_action_mask.shape[0]
+    observation_batch_sizes = {
+        jnp.shape(x)[0] if jnp.ndim(x) else None for x in jax.tree.leaves(observation)
+    }
+    if observation_batch_sizes != {batch_size}:
+        raise ValueError(
+            f"observation's leading (batch) axis must equal legal_action_mask's, {batch_size}; got "
+            f"{sorted(observation_batch_sizes, key=str)}"
+        )
+    python_number = isinstance(temperature, int | float) and not isinstance(temperature, bool)
+    if python_number and not (math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be finite and >= 0; got {temperature!r}")
+    for name in ("discount", "two_player"):
+        if getattr(config, name) is None:
+            raise ValueError(
+                f"SearchConfig.{name} is None: a direct call of search() needs it set (training "
+                "derives it: mz_jax.training.build sets it from TrainConfig and the environment)"
+            )
+    return legal_action_mask
+
+
+def _searched_legal_actions(legal_action_mask: Array) -> tuple[Array, Array]:
+    """``(legal [B, A], has_legal_action [B])``: the actions the search may take, and which rows
+    have any legal action.
+
+    A finished game has no legal action; searching it with an empty mask gives mctx's arbitrary
+    action 0 and uniform weights. Searching it as all-legal keeps the batch finite; the row is
+    flagged instead.
+    """
     legal = legal_action_mask.astype(bool)
     has_legal_action = jnp.any(legal, axis=-1)
-    # A finished game has no legal action; searching it with an empty mask gives mctx's arbitrary
-    # action 0 and uniform weights. Searching it as all-legal keeps the batch finite; the row is
-    # flagged instead.
-    legal = legal | ~has_legal_action[:, None]
+    return legal | ~has_legal_action[:, None], has_legal_action
 
-    # A NaN or +inf logit would make every masked softmax of the row NaN (mctx subtracts the max),
-    # which the muzero policy then hides behind a plausible visit distribution. Search on finite
-    # stand-ins and report the row as NaN so that the caller's finiteness checks see it; a -inf
-    # logit is a legitimate zero probability and becomes the most negative finite logit.
+
+def _finite_root(root: mctx.RootFnOutput) -> tuple[mctx.RootFnOutput, Array]:
+    """``(root, root_not_finite [B])``: the root with finite stand-ins for its non-finite
+    predictions, and the rows that had one.
+
+    A NaN or +inf logit would make every masked softmax of the row NaN (mctx subtracts the max),
+    which the muzero policy then hides behind a plausible visit distribution. Search on finite
+    stand-ins (0, or for a -inf logit, a legitimate zero probability, the most negative finite
+    logit) and report the row as NaN so that the caller's finiteness checks see it.
+    """
     logits = root.prior_logits
     root_not_finite = jnp.any(jnp.isnan(logits) | jnp.isposinf(logits), axis=-1) | ~jnp.isfinite(
         root.value
@@ -165,87 +221,146 @@ def search(
     root = root.replace(
         prior_logits=logits, value=jnp.where(jnp.isfinite(root.value), root.value, 0.0)
     )
+    return root, root_not_finite
 
-    # The model as mctx's policies take it, and the pUCT and Gumbel policies over it.
-    if stochastic:
+
+def _model_and_policies(
+    network: MuZeroNetwork | StochasticMuZeroNetwork, config: SearchConfig
+) -> tuple[tuple, Callable, Callable]:
+    """``(model, puct_policy, gumbel_policy)``: the model as a tuple of the functions mctx's
+    policies take after the root (one recurrent function; or the decision and chance functions of
+    a Stochastic MuZero network), and the pUCT and Gumbel policies over it."""
+    if isinstance(network, StochasticMuZeroNetwork):
         model = (
             make_decision_fn(network),
             make_chance_fn(network, discount=config.discount, two_player=config.two_player),
         )
-        puct_policy, gumbel_policy = mctx.stochastic_muzero_policy, gumbel_stochastic_muzero_policy
-    else:
-        model = (
-            make_recurrent_fn(network, discount=config.discount, two_player=config.two_player),
-        )
-        puct_policy, gumbel_policy = mctx.muzero_policy, mctx.gumbel_muzero_policy
-    invalid_actions = ~legal
-    completed_q = functools.partial(
+        return model, mctx.stochastic_muzero_policy, gumbel_stochastic_muzero_policy
+    model = (make_recurrent_fn(network, discount=config.discount, two_player=config.two_player),)
+    return model, mctx.muzero_policy, mctx.gumbel_muzero_policy
+
+
+def _completed_q(config: SearchConfig) -> Callable:
+    """mctx's completed-Q transform σ, ``(tree, node_index) -> [A]``, with ``config``'s settings."""
+    return functools.partial(
         mctx.qtransform_completed_by_mix_value,
         value_scale=config.value_scale,
         maxvisit_init=config.maxvisit_init,
         rescale_values=config.rescale_values,
         epsilon=config.rescale_min_range,
     )
-    if config.policy == "muzero":
-        prior_logits = root.prior_logits  # before the Dirichlet noise
-        if not greedy and config.dirichlet_fraction > 0:
-            root = root.replace(
-                prior_logits=_noisy_legal_prior(
-                    jax.random.fold_in(root_key, 1),
-                    root.prior_logits,
-                    legal,
-                    alpha=config.dirichlet_alpha,
-                    fraction=config.dirichlet_fraction,
-                )
-            )
-        if config.value_bounds is None:
-            qtransform = mctx.qtransform_by_parent_and_siblings
-        else:
-            qtransform = functools.partial(
-                mctx.qtransform_by_min_max,
-                min_value=config.value_bounds[0],
-                max_value=config.value_bounds[1],
-            )
-        pucts = dict(
-            invalid_actions=invalid_actions,
-            max_depth=config.max_depth,
-            qtransform=qtransform,
-            dirichlet_fraction=0.0,  # mixed in above, over the legal actions only
-            dirichlet_alpha=config.dirichlet_alpha,
-            pb_c_init=config.pb_c_init,
-            pb_c_base=config.pb_c_base,
-        )
-        policy_output = puct_policy(
-            params, search_key, root, *model, config.num_simulations, **pucts
-        )
-        # A stochastic tree's children are A actions then C chance outcomes: the root's are actions.
-        visit_counts = policy_output.search_tree.summary().visit_counts[:, :num_actions]
-        # mctx samples from log(max(visit_probs, tiny)) / temperature, which leaves unvisited and
-        # illegal actions a probability that grows with the temperature; act only among visited
-        # actions instead, so the action is legal by construction.
-        if greedy:
-            action = jnp.argmax(jnp.where(legal, visit_counts, -1.0), axis=-1)
-        else:
-            action = _sample_by_visit_counts(action_key, visit_counts, legal, temperature)
-        if config.policy_target == "completed_q":
-            tree = policy_output.search_tree  # a stochastic tree comes back masked to its actions
-            sigma = jax.vmap(completed_q, in_axes=(0, None))(tree, tree.ROOT_INDEX)
-            logits = jnp.where(legal, prior_logits + sigma[:, :num_actions], -jnp.inf)
-            policy_output = policy_output.replace(action_weights=jax.nn.softmax(logits, axis=-1))
-    else:
-        gumbels = dict(
-            invalid_actions=invalid_actions,
-            max_depth=config.max_depth,
-            qtransform=completed_q,
-            max_num_considered_actions=min(config.max_num_considered_actions, num_actions),
-            gumbel_scale=0.0 if greedy else config.gumbel_scale,
-        )
-        policy_output = gumbel_policy(
-            params, search_key, root, *model, config.num_simulations, **gumbels
-        )
-        # The argmax is over legal actions only (mctx's masked_argmax): legal by construction.
-        action = policy_output.action
 
+
+def _puct_search(
+    params: Params,
+    keys: tuple[Array, Array, Array],
+    root: mctx.RootFnOutput,
+    legal: Array,
+    *,
+    model: tuple,
+    policy: Callable,
+    config: SearchConfig,
+    temperature: float | Array,
+    greedy: bool,
+) -> tuple[mctx.PolicyOutput, Array]:
+    """The muzero policy's ``(policy_output, action [B])`` (MuZero Appendix B).
+
+    ``keys`` are :func:`search`'s ``(root_key, search_key, action_key)``. Dirichlet noise over the
+    legal actions (:func:`_noisy_legal_prior`) unless ``greedy``; the action among the visited
+    legal actions (:func:`_sample_by_visit_counts`; greedy: the most visited); with
+    ``policy_target="completed_q"`` the policy target is Gumbel MuZero's improved policy on the
+    prior before the noise.
+    """
+    root_key, search_key, action_key = keys
+    num_actions = legal.shape[-1]
+    invalid_actions = ~legal
+    prior_logits = root.prior_logits  # before the Dirichlet noise
+    if not greedy and config.dirichlet_fraction > 0:
+        root = root.replace(
+            prior_logits=_noisy_legal_prior(
+                jax.random.fold_in(root_key, 1),
+                root.prior_logits,
+                legal,
+                alpha=config.dirichlet_alpha,
+                fraction=config.dirichlet_fraction,
+            )
+        )
+    if config.value_bounds is None:
+        qtransform = mctx.qtransform_by_parent_and_siblings
+    else:
+        qtransform = functools.partial(
+            mctx.qtransform_by_min_max,
+            min_value=config.value_bounds[0],
+            max_value=config.value_bounds[1],
+        )
+    policy_output = policy(
+        params,
+        search_key,
+        root,
+        *model,
+        config.num_simulations,
+        invalid_actions=invalid_actions,
+        max_depth=config.max_depth,
+        qtransform=qtransform,
+        dirichlet_fraction=0.0,  # mixed in above, over the legal actions only
+        dirichlet_alpha=config.dirichlet_alpha,
+        pb_c_init=config.pb_c_init,
+        pb_c_base=config.pb_c_base,
+    )
+    # A stochastic tree's children are A actions then C chance outcomes: the root's are actions.
+    visit_counts = policy_output.search_tree.summary().visit_counts[:, :num_actions]
+    # mctx samples from log(max(visit_probs, tiny)) / temperature, which leaves unvisited and
+    # illegal actions a probability that grows with the temperature; act only among visited
+    # actions instead, so the action is legal by construction.
+    if greedy:
+        action = jnp.argmax(jnp.where(legal, visit_counts, -1.0), axis=-1)
+    else:
+        action = _sample_by_visit_counts(action_key, visit_counts, legal, temperature)
+    if config.policy_target == "completed_q":
+        tree = policy_output.search_tree  # a stochastic tree comes back masked to its actions
+        sigma = jax.vmap(_completed_q(config), in_axes=(0, None))(tree, tree.ROOT_INDEX)
+        logits = jnp.where(legal, prior_logits + sigma[:, :num_actions], -jnp.inf)
+        policy_output = policy_output.replace(action_weights=jax.nn.softmax(logits, axis=-1))
+    return policy_output, action
+
+
+def _gumbel_search(
+    params: Params,
+    search_key: Array,
+    root: mctx.RootFnOutput,
+    legal: Array,
+    *,
+    model: tuple,
+    policy: Callable,
+    config: SearchConfig,
+    greedy: bool,
+) -> tuple[mctx.PolicyOutput, Array]:
+    """The gumbel policy's ``(policy_output, action [B])`` (Danihelka et al., 2022): Sequential
+    Halving over at most ``max_num_considered_actions`` legal actions, no Gumbel noise when
+    ``greedy``."""
+    num_actions = legal.shape[-1]
+    policy_output = policy(
+        params,
+        search_key,
+        root,
+        *model,
+        config.num_simulations,
+        invalid_actions=~legal,
+        max_depth=config.max_depth,
+        qtransform=_completed_q(config),
+        max_num_considered_actions=min(config.max_num_considered_actions, num_actions),
+        gumbel_scale=0.0 if greedy else config.gumbel_scale,
+    )
+    # The argmax is over legal actions only (mctx's masked_argmax): legal by construction.
+    return policy_output, policy_output.action
+
+
+def _search_output(
+    policy_output: mctx.PolicyOutput, action: Array, has_legal_action: Array, root_not_finite: Array
+) -> SearchOutput:
+    """The :class:`SearchOutput` of a search: its policy and root value zeroed on rows without a
+    legal action and NaN on rows whose root prediction was not finite, the action 0 on rows
+    without a legal action."""
     policy = jnp.where(has_legal_action[:, None], policy_output.action_weights, 0.0)
     policy = jnp.where(root_not_finite[:, None], jnp.nan, policy)
     root_value = policy_output.search_tree.summary().value
