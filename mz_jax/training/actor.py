@@ -142,8 +142,9 @@ def rollout(
                 "actions: init_actor(..., repeat_exploration=True)"
             )
 
-    def step(carry, step_key):
-        actor = carry
+    def step(
+        actor: ActorState, step_key: Array
+    ) -> tuple[ActorState, tuple[Trajectory, RolloutStats]]:
         search_key, env_key = jax.random.split(step_key)
         timestep = actor.timestep
         out = search(
@@ -155,48 +156,19 @@ def rollout(
             config=search_config,
             temperature=temperature,
         )
-        num_envs = out.action.shape[0]
-        action = out.action
-        explore = jnp.zeros(num_envs, bool)
-        explore_action, steps_left = actor.explore_action, actor.explore_steps_left
-        if not (
-            isinstance(random_action_probability, int | float) and random_action_probability == 0
-        ):
-            explore_key, uniform_key = jax.random.split(jax.random.fold_in(step_key, 1))
-            random_action = jax.random.categorical(
-                uniform_key, jnp.where(timestep.legal_action_mask, 0.0, -jnp.inf)
-            ).astype(action.dtype)
-            draws = jax.random.uniform(explore_key, (num_envs,)) < random_action_probability
-            if exploration_repeat_exponent is not None:
-                repeating = steps_left > 0
-                draws = draws & ~repeating
-                repeat_legal = jnp.take_along_axis(
-                    timestep.legal_action_mask, explore_action[:, None], axis=-1
-                )[:, 0]
-                random_action = jnp.where(
-                    repeating & repeat_legal, explore_action.astype(action.dtype), random_action
-                )
-                durations = zeta_durations(
-                    jax.random.fold_in(step_key, 2), exploration_repeat_exponent, (num_envs,)
-                )
-                steps_left = jnp.where(draws, durations, steps_left) - (draws | repeating)
-                explore_action = jnp.where(draws | repeating, random_action, explore_action)
-                explore_action = explore_action.astype(jnp.int32)
-                steps_left = steps_left.astype(jnp.int32)
-                draws = draws | repeating
-            action = jnp.where(draws, random_action, action)
-            # A random draw of the search's own action keeps the step on the search's policy.
-            explore = action != out.action
+        action, explore, explore_action, steps_left = _explore(
+            step_key,
+            out.action,
+            timestep.legal_action_mask,
+            actor.explore_action,
+            actor.explore_steps_left,
+            random_action_probability=random_action_probability,
+            exploration_repeat_exponent=exploration_repeat_exponent,
+        )
+        num_envs = action.shape[0]
         env_state, next_timestep = jax.vmap(env.step)(
             jax.random.split(env_key, num_envs), actor.env_state, action
         )
-        if env.max_episode_steps is None:
-            bootstrap_value = jnp.zeros(num_envs, jnp.float32)
-        else:
-            final_output, _ = network.initial_inference(params, next_timestep.final_observation)
-            final_value = transforms.logits_to_scalar(final_output.value_logits)
-            sign = perspective_sign(next_timestep.final_player, timestep.player)
-            bootstrap_value = jnp.where(next_timestep.truncated, sign * final_value, 0.0)
         data = Trajectory(
             observation=timestep.observation,
             action=action,
@@ -207,36 +179,126 @@ def rollout(
             root_value=out.root_value,
             player=timestep.player,
             legal_action_mask=timestep.legal_action_mask,
-            bootstrap_value=bootstrap_value,
+            bootstrap_value=_bootstrap_value(params, env, network, timestep, next_timestep),
             exploratory=explore,
             **_final(next_timestep, record_final_observation),
         )
-        done = next_timestep.terminated | next_timestep.truncated
-        episode_return = actor.episode_return + next_timestep.reward * perspective_sign(
-            timestep.player, 0
-        )
-        episode_length = actor.episode_length + 1
-        finite = jnp.isfinite(next_timestep.reward) & jnp.all(
-            jnp.isfinite(next_timestep.observation.reshape(num_envs, -1)), axis=-1
-        )
-        stats = RolloutStats(
-            episodes=jnp.sum(done),
-            return_sum=jnp.sum(jnp.where(done, episode_return, 0.0)),
-            length_sum=jnp.sum(jnp.where(done, episode_length, 0)),
-            nonfinite=jnp.sum(~finite),
-        )
-        actor = ActorState(
-            env_state=env_state,
-            timestep=next_timestep,
-            episode_return=jnp.where(done, 0.0, episode_return),
-            episode_length=jnp.where(done, 0, episode_length),
-            explore_action=explore_action,
-            explore_steps_left=None if steps_left is None else jnp.where(done, 0, steps_left),
+        actor, stats = _advance(
+            actor, env_state, timestep, next_timestep, explore_action, steps_left
         )
         return actor, (data, stats)
 
     state, (trajectory, stats) = jax.lax.scan(step, state, jax.random.split(key, num_steps))
     return state, trajectory, jax.tree.map(jnp.sum, stats)
+
+
+def _explore(
+    step_key: Array,
+    search_action: Array,
+    legal_action_mask: Array,
+    explore_action: Array | None,
+    steps_left: Array | None,
+    *,
+    random_action_probability: float | Array,
+    exploration_repeat_exponent: float | None,
+) -> tuple[Array, Array, Array | None, Array | None]:
+    """ε-greedy (εz-greedy with ``exploration_repeat_exponent``) over the search's actions ``[E]``.
+
+    Returns ``(action [E], exploratory [E] bool, explore_action, steps_left)``: the actions to
+    play, where they differ from the search's, and the repeated exploratory actions and the steps
+    each is still to be played for after this one (as :class:`ActorState` carries them; unchanged
+    without repetition). Draws from ``fold_in(step_key, 1)`` (and ``2`` for the durations); at a
+    Python ``random_action_probability`` of 0 it draws nothing and returns the search's actions.
+    """
+    action = search_action
+    num_envs = action.shape[0]
+    explore = jnp.zeros(num_envs, bool)
+    if isinstance(random_action_probability, int | float) and random_action_probability == 0:
+        return action, explore, explore_action, steps_left
+    explore_key, uniform_key = jax.random.split(jax.random.fold_in(step_key, 1))
+    random_action = jax.random.categorical(
+        uniform_key, jnp.where(legal_action_mask, 0.0, -jnp.inf)
+    ).astype(action.dtype)
+    draws = jax.random.uniform(explore_key, (num_envs,)) < random_action_probability
+    if exploration_repeat_exponent is not None:
+        repeating = steps_left > 0
+        draws = draws & ~repeating
+        repeat_legal = jnp.take_along_axis(legal_action_mask, explore_action[:, None], axis=-1)[
+            :, 0
+        ]
+        random_action = jnp.where(
+            repeating & repeat_legal, explore_action.astype(action.dtype), random_action
+        )
+        durations = zeta_durations(
+            jax.random.fold_in(step_key, 2), exploration_repeat_exponent, (num_envs,)
+        )
+        steps_left = jnp.where(draws, durations, steps_left) - (draws | repeating)
+        explore_action = jnp.where(draws | repeating, random_action, explore_action)
+        explore_action = explore_action.astype(jnp.int32)
+        steps_left = steps_left.astype(jnp.int32)
+        draws = draws | repeating
+    action = jnp.where(draws, random_action, action)
+    # A random draw of the search's own action keeps the step on the search's policy.
+    explore = action != search_action
+    return action, explore, explore_action, steps_left
+
+
+def _bootstrap_value(
+    params: Params,
+    env: Env,
+    network: MuZeroNetwork,
+    timestep: TimeStep,
+    next_timestep: TimeStep,
+) -> Array:
+    """``[E]`` float32: the network's value of the state a truncated episode reached, from the
+    perspective of the player who acted at ``timestep``; 0 where the step did not truncate, and
+    everywhere for an environment without a time limit."""
+    num_envs = next_timestep.truncated.shape[0]
+    if env.max_episode_steps is None:
+        return jnp.zeros(num_envs, jnp.float32)
+    final_output, _ = network.initial_inference(params, next_timestep.final_observation)
+    final_value = transforms.logits_to_scalar(final_output.value_logits)
+    sign = perspective_sign(next_timestep.final_player, timestep.player)
+    return jnp.where(next_timestep.truncated, sign * final_value, 0.0)
+
+
+def _advance(
+    actor: ActorState,
+    env_state: EnvState,
+    timestep: TimeStep,
+    next_timestep: TimeStep,
+    explore_action: Array | None,
+    steps_left: Array | None,
+) -> tuple[ActorState, RolloutStats]:
+    """The actor state after a step from ``timestep`` to ``next_timestep``, and the step's stats.
+
+    The episode return (player 0's perspective) and length grow by the step and are counted in
+    the stats where the episode ended, then restart at 0; so does the exploratory repetition.
+    """
+    num_envs = next_timestep.truncated.shape[0]
+    done = next_timestep.terminated | next_timestep.truncated
+    episode_return = actor.episode_return + next_timestep.reward * perspective_sign(
+        timestep.player, 0
+    )
+    episode_length = actor.episode_length + 1
+    finite = jnp.isfinite(next_timestep.reward) & jnp.all(
+        jnp.isfinite(next_timestep.observation.reshape(num_envs, -1)), axis=-1
+    )
+    stats = RolloutStats(
+        episodes=jnp.sum(done),
+        return_sum=jnp.sum(jnp.where(done, episode_return, 0.0)),
+        length_sum=jnp.sum(jnp.where(done, episode_length, 0)),
+        nonfinite=jnp.sum(~finite),
+    )
+    actor = ActorState(
+        env_state=env_state,
+        timestep=next_timestep,
+        episode_return=jnp.where(done, 0.0, episode_return),
+        episode_length=jnp.where(done, 0, episode_length),
+        explore_action=explore_action,
+        explore_steps_left=None if steps_left is None else jnp.where(done, 0, steps_left),
+    )
+    return actor, stats
 
 
 def _final(timestep: TimeStep, record: bool) -> dict[str, Array]:
