@@ -76,16 +76,31 @@ def write_report(
     results = load_results(suite_workdir)
     references = aggregate.reference_scores() if references is None else references
     environments: dict[str, dict] = results["environments"]
-    num_seeds = results.get("num_seeds")
-    seed_count = lambda entry: num_seeds or len(entry.get("seeds") or [])
-
     complete = [name for name, e in environments.items() if e.get("done") is True]
     incomplete = [name for name in environments if name not in complete]
+    curve_files = _write_curves(suite_workdir, results)
+    lines = _results_table(suite_workdir, results, complete, references)
+    lines += _aggregate_section(
+        environments,
+        complete,
+        references,
+        num_resamples=num_resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    lines += _opponent_section(environments)
+    lines += _incomplete_section(incomplete)
+    lines += _curves_section(environments, curve_files)
+    path = suite_workdir / REPORT_FILE
+    path.write_text("\n".join(lines))
+    return path
 
-    # Learning curves.
-    curve_dir = suite_workdir / CURVES_DIR
+
+def _write_curves(suite_workdir: Path, results: dict) -> dict[str, Path]:
+    """Writes ``curves/<environment>.png`` for each environment with evaluation records, and
+    ``curves.png`` with them side by side; returns each one's path relative to the workdir."""
     all_curves: dict[str, dict[int, Curve]] = {}
-    for name, entry in environments.items():
+    for name, entry in results["environments"].items():
         workdir = entry.get("workdir")
         if isinstance(workdir, str):
             seeds = results.get("seeds") or [0]
@@ -94,13 +109,24 @@ def write_report(
                 all_curves[name] = curves
     curve_files = {}
     if all_curves:
-        curve_dir.mkdir(parents=True, exist_ok=True)
+        (suite_workdir / CURVES_DIR).mkdir(parents=True, exist_ok=True)
         for name, curves in all_curves.items():
             curve_files[name] = Path(CURVES_DIR) / f"{sanitise(name)}.png"
             plots.save_curve(suite_workdir / curve_files[name], curves, name)
         plots.save_grid(suite_workdir / CURVES_GRID_FILE, all_curves)
+    return curve_files
 
-    # The table.
+
+def _results_table(
+    suite_workdir: Path,
+    results: dict,
+    complete: list[str],
+    references: dict[str, aggregate.ReferenceScore],
+) -> list[str]:
+    """The report's title, and its table of one row per environment (the lines of markdown)."""
+    environments: dict[str, dict] = results["environments"]
+    num_seeds = results.get("num_seeds")
+    seed_count = lambda entry: num_seeds or len(entry.get("seeds") or [])
     lines = [
         f"# Suite report: {results.get('suite', suite_workdir.name)}",
         "",
@@ -140,30 +166,28 @@ def write_report(
         "or no reference score for the environment).",
         "",
     ]
+    return lines
 
-    lines += _aggregate_section(
-        environments,
-        complete,
-        references,
-        num_resamples=num_resamples,
-        confidence=confidence,
-        seed=seed,
-    )
 
-    lines += _opponent_section(environments)
+def _incomplete_section(incomplete: list[str]) -> list[str]:
+    """The section listing the environments left out of the aggregate scores (none: no lines)."""
+    if not incomplete:
+        return []
+    return [
+        "## Incomplete environments",
+        "",
+        "Not finished (stopped or crashed); shown above with what they logged, left out of the "
+        "aggregate scores:",
+        "",
+        *[f"- {name}" for name in incomplete],
+        "",
+    ]
 
-    if incomplete:
-        lines += [
-            "## Incomplete environments",
-            "",
-            "Not finished (stopped or crashed); shown above with what they logged, left out of the "
-            "aggregate scores:",
-            "",
-            *[f"- {name}" for name in incomplete],
-            "",
-        ]
 
-    lines += ["## Learning curves", ""]
+def _curves_section(environments: dict[str, dict], curve_files: dict[str, Path]) -> list[str]:
+    """The learning-curves section: the grid and each environment's curve, and the environments
+    without one."""
+    lines = ["## Learning curves", ""]
     if curve_files:
         lines += [
             "Greedy-evaluation return against environment steps: the line is the mean across "
@@ -177,10 +201,7 @@ def write_report(
     no_curve = [name for name in environments if name not in curve_files]
     if no_curve:
         lines += [f"No evaluation records (metrics.jsonl) for: {', '.join(no_curve)}.", ""]
-
-    path = suite_workdir / REPORT_FILE
-    path.write_text("\n".join(lines))
-    return path
+    return lines
 
 
 def _fmt_rates(counts: object) -> str:
