@@ -101,7 +101,7 @@ def chance_code(logits: Array, straight_through: str = "softmax") -> ChanceCode:
       every code's logit gets the gradient of the code's input to the dynamics, chosen or not;
     * ``"softmax"``: ``c^e = softmax(logits)``, whose Jacobian passes almost nothing to a code of
       probability near 0: once the logits are large a code the encoder has stopped picking gets
-      no gradient, and is never picked again (measured on backgammon: docs/stochastic_muzero.md).
+      no gradient, and is never picked again (measured on backgammon: benchmarks/tuning/stochastic_muzero.md).
     """
     _check_straight_through(straight_through)
     logits = logits.astype(jnp.float32)

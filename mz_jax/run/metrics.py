@@ -52,8 +52,7 @@ field                           scope            meaning
 
 The per-iteration sums the compiled step returns for the episodes (``actor/episodes``,
 ``actor/episode_return_sum``, ``actor/episode_length_sum``) are not written: the host adds them up
-over the log window into the ``train/...`` fields. The README's "metrics.jsonl" section holds the
-same table.
+over the log window into the ``train/...`` fields. docs/running.md refers to this table.
 
 When a run must stop for non-finite values: the compiled step skips an update whose loss or gradient
 is not finite and counts it; the host loop asks :func:`nonfinite_error` after every iteration

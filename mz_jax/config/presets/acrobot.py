@@ -18,8 +18,8 @@ ACTION_REPEAT = 2
 
 
 def config() -> TrainConfig:
-    # The docstring says why each field it names is set so. The discount, batch, priorities, search
-    # and network are the cartpole preset's; the learning rate is TrainConfig's default.
+    # The discount, batch, priorities, search and network are the cartpole preset's; the learning
+    # rate is TrainConfig's default (benchmarks/tuning/acrobot.md says why the others are so).
     return override(
         TrainConfig(),
         {

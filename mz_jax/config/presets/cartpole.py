@@ -33,8 +33,8 @@ def config() -> TrainConfig:
             "target_update_every": 1,
             "priority_alpha": 0.5,
             "learning_rate": 5e-4,
-            # EfficientZero's consistency loss, with the value term weighted as in the sample-efficient
-            # preset: a greedy 475 after half the env steps (benchmarks/tuning/cartpole.md).
+            # EfficientZero's consistency loss, with the value term weighted as in the
+            # sample-efficient preset (benchmarks/tuning/cartpole.md).
             "consistency_loss_weight": 2.0,
             "value_loss_weight": 0.5,
             # Half of each batch mirrored left to right: steadier once on target
