@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -39,7 +39,7 @@ from mz_jax.run.plots import plot_learning_curve
 from mz_jax.run.records import forget_metrics_after
 from mz_jax.run.start import close_quietly, open_run, print_start
 from mz_jax.run.workdir import CONFIG_FILE, first_missing, remove_failed_start
-from mz_jax.training.train import make_train
+from mz_jax.training.train import Trainer, make_train
 
 _WINDOW_SUMS = frozenset(
     {metrics_lib.EPISODES, metrics_lib.EPISODE_RETURN_SUM, metrics_lib.EPISODE_LENGTH_SUM}
@@ -105,9 +105,49 @@ def run_training(
         checkpoint stays good).
     """
     workdir = Path(workdir)
-    is_main = jax.process_index() == 0
     # Checks the devices and the environment (compiling nothing) before anything is written.
     trainer = make_train(config)
+    run = _Run(config, trainer, workdir, _start(config, trainer, workdir, allow_config_change))
+    stop = _StopSignals()
+    try:
+        run.train(stop, max_iterations=max_iterations)
+        run.finish(stop)
+    except BaseException:
+        run.remove_if_nothing_yet()
+        raise
+    finally:
+        try:
+            run.checkpointer.close()  # raises a failure of the last save, unless raised already
+        finally:
+            run.logger.close()
+            stop.restore()
+    if run.is_main:
+        _plot(workdir, config)
+    return run.summary(stop)
+
+
+class _Start(NamedTuple):
+    """Where a call of :func:`run_training` starts: its open checkpointer, the run state, the
+    wall time and next evaluation (env steps) it carries on from, whether it resumed a
+    checkpoint, the configuration fields that changed, and what the start created (the
+    arguments of :func:`mz_jax.run.workdir.remove_failed_start`)."""
+
+    checkpointer: checkpoint_lib.Checkpointer
+    state: Any
+    wall_offset: float
+    next_eval: int
+    resumed: bool
+    changed: list[str]
+    created: dict[str, Any]
+
+
+def _start(
+    config: TrainConfig, trainer: Trainer, workdir: Path, allow_config_change: bool
+) -> _Start:
+    """Opens ``workdir`` and restores its newest checkpoint, or makes a new run's state.
+
+    A failure here (a changed configuration, an unrestorable checkpoint, a failed compile) closes
+    the checkpointer and removes what the start created before it propagates."""
     created = {
         "created": first_missing(workdir),
         "created_config": not (workdir / CONFIG_FILE).exists(),
@@ -128,88 +168,222 @@ def run_training(
             checkpointer.close()
         remove_failed_start(workdir, **created)
         raise
-    iteration = _first(state.iteration)
-    updates = _first(state.train.step)  # counted on the host from here on: no fetch per iteration
-    per_iteration = trainer.env_steps_per_iteration
-    env_steps = iteration * per_iteration
-    forget_metrics_after(workdir, env_steps)
-
-    if is_main:
-        print_start(
-            config,
-            trainer,
-            state.train.params,
-            workdir,
-            resumed=None if restored is None else (iteration, updates, env_steps),
-            created_config=created["created_config"],
-            changed=changed,
-        )
-
-    logger = MetricsLogger(workdir, enabled=is_main)
-    progress = Progress(
-        total_env_steps=config.total_env_steps, every_seconds=config.log_every_seconds
+    return _Start(
+        checkpointer, state, wall_offset, next_eval, restored is not None, changed, created
     )
-    stop_signal: list[int] = []
-    previous_handlers = {}
 
-    def on_signal(signum, frame):
-        if stop_signal:  # a second signal: stop now; the newest complete checkpoint stays good
+
+class _StopSignals:
+    """The SIGTERM/SIGINT handler of a run, installed while it lives: the first signal is
+    recorded (``received``: its number, or None) for the loop to save and stop at the end of its
+    iteration; a second raises ``KeyboardInterrupt`` at once (the newest complete checkpoint
+    stays good). :meth:`restore` puts back the handlers it replaced."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._previous = {
+            signum: signal.signal(signum, self._handle)
+            for signum in (signal.SIGTERM, signal.SIGINT)
+        }
+
+    def _handle(self, signum, frame) -> None:
+        if self.received is not None:
             raise KeyboardInterrupt(f"signal {signum} received twice")
-        stop_signal.append(signum)
+        self.received = signum
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        previous_handlers[signum] = signal.signal(signum, on_signal)
+    def restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
 
-    start = time.monotonic()
-    wall = lambda: wall_offset + time.monotonic() - start
-    # A new run saves right after its first iteration, then every checkpoint_every_seconds: a kill
-    # in its first minutes (a long compile) loses no more than one iteration.
-    last_checkpoint = -math.inf if restored is None else time.monotonic()
-    last_saved = None if restored is None else iteration
-    num_seeds = config.num_seeds
-    seeds = [config.seed + i for i in range(num_seeds)]
-    new_window = lambda: {k: np.zeros(num_seeds) for k in ("episodes", "return_sum", "length_sum")}
-    window = new_window()
-    last_eval_return = None  # per seed
-    noted_unfinished = False
-    last_eval_env_steps = None
-    last_metrics: dict = {}
 
-    def save():
-        nonlocal last_saved
-        # Keyed by iteration, not update: before the replay is ready, updates stand still.
-        saved = checkpointer.save(
-            iteration,
-            state,
-            meta={
-                "iteration": iteration,
-                "updates": _first(state.train.step),
-                "env_steps": env_steps,
-                "wall_s": wall(),
-                "next_eval_env_steps": next_eval,
-                "config": config_to_dict(config),
-            },
+class _Run:
+    """One call of :func:`run_training` on the host: the run state, its counters, its log window
+    and its files, from the start to the summary.
+
+    Every iteration advances ``iteration`` (and ``env_steps``, ``updates``), adds its episodes to
+    the log window, and may evaluate, log and checkpoint; the compiled step does the rest.
+    """
+
+    def __init__(self, config: TrainConfig, trainer: Trainer, workdir: Path, start: _Start):
+        self.config, self.trainer, self.workdir = config, trainer, workdir
+        self.is_main = jax.process_index() == 0
+        self.checkpointer, self.state = start.checkpointer, start.state
+        self.resumed, self.created = start.resumed, start.created
+        self.iteration = _first(self.state.iteration)
+        # Counted on the host from here on: no fetch per iteration.
+        self.updates = _first(self.state.train.step)
+        self.env_steps = self.iteration * trainer.env_steps_per_iteration
+        forget_metrics_after(workdir, self.env_steps)
+        if self.is_main:
+            print_start(
+                config,
+                trainer,
+                self.state.train.params,
+                workdir,
+                resumed=(self.iteration, self.updates, self.env_steps) if self.resumed else None,
+                created_config=start.created["created_config"],
+                changed=start.changed,
+            )
+        self.logger = MetricsLogger(workdir, enabled=self.is_main)
+        self.progress = Progress(
+            total_env_steps=config.total_env_steps, every_seconds=config.log_every_seconds
         )
-        if saved:
-            last_saved = iteration
+        self.seeds = [config.seed + i for i in range(config.num_seeds)]
+        self.wall_offset, self.start_time = start.wall_offset, time.monotonic()
+        self.next_eval = start.next_eval
+        # A new run saves right after its first iteration, then every checkpoint_every_seconds: a
+        # kill in its first minutes (a long compile) loses no more than one iteration.
+        self.last_checkpoint = time.monotonic() if self.resumed else -math.inf
+        self.last_saved = self.iteration if self.resumed else None
+        self.window = self._new_window()
+        self.last_eval_return: list[float] | None = None  # per seed
+        self.last_eval_env_steps: int | None = None
+        self.noted_unfinished = False
+        self.last_metrics: dict = {}
+        self.iterations_this_call = 0
 
-    def evaluate() -> list[dict[str, float]]:
+    def wall(self) -> float:
+        """Seconds of the run so far, those of the calls before this one included."""
+        return self.wall_offset + time.monotonic() - self.start_time
+
+    def _new_window(self) -> dict[str, np.ndarray]:
+        """Zero episode sums, ``[num_seeds]`` each, for the next log window."""
+        return {k: np.zeros(len(self.seeds)) for k in ("episodes", "return_sum", "length_sum")}
+
+    def _done(self) -> bool:
+        total = self.config.total_env_steps
+        return total is not None and self.env_steps >= total
+
+    def train(self, stop: _StopSignals, *, max_iterations: int | None) -> None:
+        """Calls the compiled step until the run is done, ``max_iterations`` iterations of this
+        call are done, or a signal came; checkpoints when one is due after each call."""
+        while not self._done():
+            if max_iterations is not None and self.iterations_this_call >= max_iterations:
+                break
+            if stop.received is not None:
+                print(f"signal {stop.received} received: saving and stopping", flush=True)
+                break
+            self._step()
+            keep_every = self.config.keep_checkpoint_every
+            if time.monotonic() - self.last_checkpoint >= self.config.checkpoint_every_seconds or (
+                keep_every and self.iteration % keep_every < self.config.iterations_per_call
+            ):
+                self._save()
+                self.last_checkpoint = time.monotonic()
+
+    def _step(self) -> None:
+        """One call of the compiled step (``iterations_per_call`` iterations), then each
+        iteration's bookkeeping; raises the :class:`NonFiniteError` of the first iteration that
+        calls for one, before any save (its state may hold non-finite data)."""
+        per_call, num_seeds = self.config.iterations_per_call, len(self.seeds)
+        self.state, metrics = self.trainer.step(self.state)  # donates the previous state's buffers
+        # One host fetch per call: every metric as [iterations_per_call, num_seeds].
+        metrics = {
+            name: np.asarray(value, np.float64).reshape(per_call, num_seeds)
+            for name, value in metrics_lib.flatten(jax.device_get(metrics)).items()
+        }
+        for i in range(per_call):
+            of_iteration = {name: value[i] for name, value in metrics.items()}
+            failure = self._after_iteration(of_iteration, last_of_call=i == per_call - 1)
+            if failure is not None:
+                raise failure
+
+    def _after_iteration(
+        self, of_iteration: dict[str, np.ndarray], *, last_of_call: bool
+    ) -> NonFiniteError | None:
+        """Counts one iteration (its metrics ``[num_seeds]`` each), evaluates at the end of a call
+        once ``next_eval`` env steps are reached, and logs when the console report is due, on an
+        evaluation, or on a failure; returns the iteration's :class:`NonFiniteError` or None."""
+        self.iteration += 1
+        self.iterations_this_call += 1
+        self.env_steps = self.iteration * self.trainer.env_steps_per_iteration
+        self.updates += int(of_iteration[metrics_lib.UPDATES][0])  # the same for every seed
+        self.last_metrics = {k: float(v.mean()) for k, v in of_iteration.items()}
+        failure = nonfinite_error(
+            self.config, of_iteration, step=self.updates, env_steps=self.env_steps
+        )
+        self.window["episodes"] += of_iteration[metrics_lib.EPISODES]
+        self.window["return_sum"] += of_iteration[metrics_lib.EPISODE_RETURN_SUM]
+        self.window["length_sum"] += of_iteration[metrics_lib.EPISODE_LENGTH_SUM]
+        eval_records = None
+        every = self.config.eval_every_env_steps
+        if last_of_call and failure is None and every and self.env_steps >= self.next_eval:
+            eval_records = self._evaluate()
+            self.last_eval_return = _returns(eval_records)
+            self.last_eval_env_steps = self.env_steps
+            self.next_eval += every * max(
+                1, math.ceil((self.env_steps - self.next_eval + 1) / every)
+            )
+        if self.progress.due() or eval_records is not None or failure is not None:
+            self._log(of_iteration, eval_records)
+        return failure
+
+    def _log(
+        self, of_iteration: dict[str, np.ndarray], eval_records: list[dict[str, float]] | None
+    ) -> None:
+        """Writes each seed's record (the iteration's metrics, the log window's episode means,
+        the evaluation's if any), prints the console report, and starts a new window."""
+        window = self.window
+        records = []
+        for seed_index in range(len(self.seeds)):
+            episodes = float(window["episodes"][seed_index])
+            record: dict[str, Any] = {}
+            if eval_records is not None:
+                record.update(eval_records[seed_index])
+            record.update(
+                {
+                    name: float(value[seed_index])
+                    for name, value in of_iteration.items()
+                    if name not in _WINDOW_SUMS
+                }
+            )
+            record[metrics_lib.TRAIN_EPISODES] = episodes
+            record[metrics_lib.TRAIN_RETURN] = (
+                window["return_sum"][seed_index] / episodes if episodes else None
+            )
+            record[metrics_lib.TRAIN_LENGTH] = (
+                window["length_sum"][seed_index] / episodes if episodes else None
+            )
+            records.append(record)
+        self._write(records, step=self.updates)
+        if self.is_main:
+            episodes = float(window["episodes"].sum())
+            last = self.last_metrics
+            self.progress.report(
+                env_steps=self.env_steps,
+                updates=self.updates,
+                wall_s=self.wall(),
+                loss=last[metrics_lib.LOSS] if last[metrics_lib.UPDATES] else None,
+                episode_return=window["return_sum"].sum() / episodes if episodes else None,
+                eval_return=None if eval_records is None else float(np.mean(self.last_eval_return)),
+            )
+        self.window = self._new_window()
+
+    def _write(self, records: list[dict], *, step: int) -> None:
+        """One record per seed (with its ``seed`` when there are several)."""
+        for seed, record in zip(self.seeds, records, strict=True):
+            extra = {"seed": seed} if len(self.seeds) > 1 else {}
+            self.logger.write(
+                step=step, env_steps=self.env_steps, wall_s=self.wall(), **extra, **record
+            )
+
+    def _evaluate(self) -> list[dict[str, float]]:
         """Each seed's evaluation record: its mean greedy return, and the share of its episodes that
         ended within ``eval_max_steps`` (a note says so, once, when some did not)."""
-        nonlocal noted_unfinished
+        num_seeds = len(self.seeds)
         # Each seed's evaluation episodes are those of its plain run.
-        keys = [jax.random.fold_in(jax.random.key(seed + 1), iteration) for seed in seeds]
+        keys = [jax.random.fold_in(jax.random.key(seed + 1), self.iteration) for seed in self.seeds]
         key = keys[0] if num_seeds == 1 else jnp.stack(keys)
-        result = jax.device_get(trainer.evaluate(state.train.params, key))
+        result = jax.device_get(self.trainer.evaluate(self.state.train.params, key))
         returns = np.asarray(result.episode_return, np.float64).reshape(num_seeds, -1)
         ended = np.asarray(result.completed, bool).reshape(num_seeds, -1)
         unfinished = int(ended.size - ended.sum())
-        if unfinished and is_main and not noted_unfinished:
-            noted_unfinished = True
+        if unfinished and self.is_main and not self.noted_unfinished:
+            self.noted_unfinished = True
             print(
                 f"note: {unfinished} of {ended.size} evaluation episodes had not ended after "
-                f"eval_max_steps={config.eval_max_steps} environment steps; their returns count "
-                "the rewards until then (an unfinished board game counts 0). Raise "
+                f"eval_max_steps={self.config.eval_max_steps} environment steps; their returns "
+                "count the rewards until then (an unfinished board game counts 0). Raise "
                 "--eval-max-steps to the environment's longest episode; eval/completed logs the "
                 "share that ended.",
                 flush=True,
@@ -219,149 +393,67 @@ def run_training(
             for r, e in zip(returns.mean(axis=1), ended.mean(axis=1), strict=True)
         ]
 
-    def write(records: list[dict], *, step: int) -> None:
-        """One record per seed (with its ``seed`` when there are several)."""
-        for seed, record in zip(seeds, records, strict=True):
-            extra = {"seed": seed} if num_seeds > 1 else {}
-            logger.write(step=step, env_steps=env_steps, wall_s=wall(), **extra, **record)
+    def _save(self) -> None:
+        """Saves the whole state, keyed by iteration (before the replay is ready, updates stand
+        still), with what a resume needs in its meta."""
+        saved = self.checkpointer.save(
+            self.iteration,
+            self.state,
+            meta={
+                "iteration": self.iteration,
+                "updates": _first(self.state.train.step),
+                "env_steps": self.env_steps,
+                "wall_s": self.wall(),
+                "next_eval_env_steps": self.next_eval,
+                "config": config_to_dict(self.config),
+            },
+        )
+        if saved:
+            self.last_saved = self.iteration
 
-    iterations_this_call = 0
-    per_call = config.iterations_per_call
-    try:
-        while config.total_env_steps is None or env_steps < config.total_env_steps:
-            if max_iterations is not None and iterations_this_call >= max_iterations:
-                break
-            if stop_signal:
-                print(f"signal {stop_signal[0]} received: saving and stopping", flush=True)
-                break
-            state, metrics = trainer.step(state)  # donates the previous state's buffers
-            # One host fetch per call: every metric as [iterations_per_call, num_seeds].
-            metrics = {
-                name: np.asarray(value, np.float64).reshape(per_call, num_seeds)
-                for name, value in metrics_lib.flatten(jax.device_get(metrics)).items()
-            }
-            failure = None
-            for i in range(per_call):
-                iteration += 1
-                iterations_this_call += 1
-                env_steps = iteration * per_iteration
-                updates += int(metrics[metrics_lib.UPDATES][i, 0])  # the same for every seed
-                of_iteration = {name: value[i] for name, value in metrics.items()}
-                last_metrics = {k: float(v.mean()) for k, v in of_iteration.items()}
-                failure = nonfinite_error(config, of_iteration, step=updates, env_steps=env_steps)
-                window["episodes"] += of_iteration[metrics_lib.EPISODES]
-                window["return_sum"] += of_iteration[metrics_lib.EPISODE_RETURN_SUM]
-                window["length_sum"] += of_iteration[metrics_lib.EPISODE_LENGTH_SUM]
-                last_of_call = i == per_call - 1
-                eval_records = None
-                if (
-                    last_of_call
-                    and failure is None
-                    and config.eval_every_env_steps
-                    and env_steps >= next_eval
-                ):
-                    eval_records = evaluate()
-                    last_eval_return = _returns(eval_records)
-                    last_eval_env_steps = env_steps
-                    next_eval += config.eval_every_env_steps * max(
-                        1, math.ceil((env_steps - next_eval + 1) / config.eval_every_env_steps)
-                    )
-                if progress.due() or eval_records is not None or failure is not None:
-                    records = []
-                    for seed_index in range(num_seeds):
-                        episodes = float(window["episodes"][seed_index])
-                        record: dict[str, Any] = {}
-                        if eval_records is not None:
-                            record.update(eval_records[seed_index])
-                        record.update(
-                            {
-                                name: float(value[seed_index])
-                                for name, value in of_iteration.items()
-                                if name not in _WINDOW_SUMS
-                            }
-                        )
-                        record[metrics_lib.TRAIN_EPISODES] = episodes
-                        record[metrics_lib.TRAIN_RETURN] = (
-                            window["return_sum"][seed_index] / episodes if episodes else None
-                        )
-                        record[metrics_lib.TRAIN_LENGTH] = (
-                            window["length_sum"][seed_index] / episodes if episodes else None
-                        )
-                        records.append(record)
-                    write(records, step=updates)
-                    if is_main:
-                        episodes = float(window["episodes"].sum())
-                        progress.report(
-                            env_steps=env_steps,
-                            updates=updates,
-                            wall_s=wall(),
-                            loss=last_metrics[metrics_lib.LOSS]
-                            if last_metrics[metrics_lib.UPDATES]
-                            else None,
-                            episode_return=window["return_sum"].sum() / episodes
-                            if episodes
-                            else None,
-                            eval_return=None
-                            if eval_records is None
-                            else float(np.mean(last_eval_return)),
-                        )
-                    window = new_window()
-                if failure is not None:
-                    break
-            if failure is not None:
-                raise failure  # before any save: this state may hold non-finite data
-            keep_every = config.keep_checkpoint_every
-            if time.monotonic() - last_checkpoint >= config.checkpoint_every_seconds or (
-                keep_every and iteration % keep_every < per_call
-            ):
-                save()
-                last_checkpoint = time.monotonic()
-        if (
-            not stop_signal
-            and config.eval_every_env_steps
-            and (config.total_env_steps is not None and env_steps >= config.total_env_steps)
-        ):
-            if last_eval_env_steps != env_steps:  # not already evaluated at this iteration
-                eval_records = evaluate()
-                last_eval_return = _returns(eval_records)
-                write(eval_records, step=_first(state.train.step))
-            if is_main:
+    def finish(self, stop: _StopSignals) -> None:
+        """At the end of a finished run, the final greedy evaluation (unless the last iteration
+        had one) and its line; then, finished or not, the last save."""
+        if stop.received is None and self.config.eval_every_env_steps and self._done():
+            if self.last_eval_env_steps != self.env_steps:  # not already evaluated here
+                eval_records = self._evaluate()
+                self.last_eval_return = _returns(eval_records)
+                self._write(eval_records, step=_first(self.state.train.step))
+            if self.is_main:
                 per_seed = (
-                    f" (seeds {', '.join(f'{r:.3g}' for r in last_eval_return)})"
-                    if num_seeds > 1
+                    f" (seeds {', '.join(f'{r:.3g}' for r in self.last_eval_return)})"
+                    if len(self.seeds) > 1
                     else ""
                 )
                 print(
-                    f"final greedy evaluation: mean return {np.mean(last_eval_return):.3g}{per_seed}",
+                    "final greedy evaluation: mean return "
+                    f"{np.mean(self.last_eval_return):.3g}{per_seed}",
                     flush=True,
                 )
-        save()
-    except BaseException:
-        if restored is None and iterations_this_call == 0 and last_saved is None:  # nothing yet
-            close_quietly(checkpointer, logger)
-            remove_failed_start(workdir, **created)
-        raise
-    finally:
-        try:
-            checkpointer.close()  # raises a failure of the last save, unless raised already
-        finally:
-            logger.close()
-            for signum, handler in previous_handlers.items():
-                signal.signal(signum, handler)
-    if is_main:
-        _plot(workdir, config)
-    return {
-        "env_steps": env_steps,
-        "iterations": iteration,
-        "updates": _first(state.train.step),
-        "wall_s": wall(),
-        "eval_return": None if last_eval_return is None else float(np.mean(last_eval_return)),
-        "eval_returns": last_eval_return,
-        "metrics": last_metrics,
-        "stopped_by_signal": bool(stop_signal),
-        "signal": stop_signal[0] if stop_signal else None,
-        "checkpoint": last_saved,
-    }
+        self._save()
+
+    def remove_if_nothing_yet(self) -> None:
+        """After a failure: a new run that had not finished an iteration nor saved leaves nothing
+        behind (its files closed quietly, what its start created removed)."""
+        if not self.resumed and self.iterations_this_call == 0 and self.last_saved is None:
+            close_quietly(self.checkpointer, self.logger)
+            remove_failed_start(self.workdir, **self.created)
+
+    def summary(self, stop: _StopSignals) -> dict:
+        """What :func:`run_training` returns."""
+        last_eval_return = self.last_eval_return
+        return {
+            "env_steps": self.env_steps,
+            "iterations": self.iteration,
+            "updates": _first(self.state.train.step),
+            "wall_s": self.wall(),
+            "eval_return": None if last_eval_return is None else float(np.mean(last_eval_return)),
+            "eval_returns": last_eval_return,
+            "metrics": self.last_metrics,
+            "stopped_by_signal": stop.received is not None,
+            "signal": stop.received,
+            "checkpoint": self.last_saved,
+        }
 
 
 def _plot(workdir: Path, config: TrainConfig) -> None:
