@@ -101,7 +101,7 @@ def test_refreshing_only_the_bootstrap_rows_trains_as_refreshing_every_row(monke
     # which here vary by window: off-policy correction shortens old windows' returns, exploratory
     # actions and the newest written step stop them. Refreshing every row instead must train the
     # same, loss for loss; a row passed wrongly (a stale value read) would change the value loss.
-    from mz_jax.training import iteration
+    from mz_jax.training import build as build_lib
 
     config = CONFIG.replace(
         td_steps=4,
@@ -122,7 +122,7 @@ def test_refreshing_only_the_bootstrap_rows_trains_as_refreshing_every_row(monke
 
     some_rows = value_losses()
     every_row = lambda window, **_: jax.numpy.arange(window.reward.shape[0])
-    monkeypatch.setattr(iteration, "bootstrap_rows", every_row)
+    monkeypatch.setattr(build_lib, "bootstrap_rows", every_row)
     all_rows = value_losses()
     assert sum(loss != 0 for loss in some_rows) >= 4
     np.testing.assert_allclose(some_rows, all_rows, rtol=1e-5)

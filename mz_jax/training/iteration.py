@@ -16,12 +16,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from mz_jax.core.targets import bootstrap_rows, make_targets
 from mz_jax.training import actor as actor_lib
 from mz_jax.training import augment, learner, reanalyse
 from mz_jax.training import replay as replay_lib
 from mz_jax.training.build import Components
-from mz_jax.types import Array, Params
+from mz_jax.types import Array, Params, Trajectory
 
 AXIS = learner.AXIS
 
@@ -55,7 +54,7 @@ class RunState(NamedTuple):
 
 def init(components: Components, seed: int | Array) -> RunState:
     """The state of a new run (global shapes: all devices' environments together)."""
-    config, env = components.config, components.env
+    acting, env = components.acting, components.env
     params_key, actor_key, run_key = jax.random.split(jax.random.key(seed), 3)
     params = components.init_params(params_key)
     return RunState(
@@ -64,23 +63,17 @@ def init(components: Components, seed: int | Array) -> RunState:
         actor=actor_lib.init_actor(
             env,
             actor_key,
-            num_envs=config.num_envs,
-            repeat_exploration=config.exploration_repeat_exponent is not None,
+            num_envs=acting.num_envs,
+            repeat_exploration=acting.exploration_repeat_exponent is not None,
         ),
         replay=replay_lib.init(
-            actor_lib.transition_spec(env, final_observation=records_final_observation(components)),
-            capacity=config.replay_capacity,
-            num_envs=config.num_envs,
+            actor_lib.transition_spec(env, final_observation=acting.record_final_observation),
+            capacity=components.config.replay_capacity,
+            num_envs=acting.num_envs,
         ),
         key=run_key,
         iteration=jnp.zeros((), jnp.int32),
     )
-
-
-def records_final_observation(components: Components) -> bool:
-    """Whether self-play stores the observations truncated episodes reached (for reanalyse to
-    refresh their bootstrap values): only with ``reanalyse_values`` and a time limit."""
-    return components.config.reanalyse_values and components.env.max_episode_steps is not None
 
 
 def temperature_at(schedule: tuple[tuple[float, float], ...], progress: Array) -> Array:
@@ -104,7 +97,7 @@ def random_action_probability_at(
 
 def iteration(components: Components, state: RunState) -> tuple[RunState, IterationMetrics]:
     """One iteration on this device (call it under ``shard_map`` or ``pmap`` over ``'data'``)."""
-    config = components.config
+    config, acting, sampling = components.config, components.acting, components.sampling
     key, iteration_key = jax.random.split(state.key)
     device_key = jax.random.fold_in(iteration_key, jax.lax.axis_index(AXIS))
     act_key, learn_key = jax.random.split(device_key)
@@ -113,8 +106,8 @@ def iteration(components: Components, state: RunState) -> tuple[RunState, Iterat
     progress = (
         jnp.minimum(env_steps / total_steps, 1.0) if total_steps else jnp.zeros((), jnp.float32)
     )
-    temperature = temperature_at(config.temperature_schedule, progress)
-    beta_start, beta_end = config.priority_beta
+    temperature = temperature_at(acting.temperature_schedule, progress)
+    beta_start, beta_end = sampling.priority_beta
     beta = beta_start + (beta_end - beta_start) * progress
 
     actor, trajectory, stats = actor_lib.rollout(
@@ -124,25 +117,25 @@ def iteration(components: Components, state: RunState) -> tuple[RunState, Iterat
         env=components.env,
         network=components.network,
         search_config=components.search_config,
-        num_steps=config.rollout_length,
+        num_steps=acting.rollout_length,
         temperature=temperature,
         random_action_probability=random_action_probability_at(
-            config.random_action_probability, config.random_action_anneal, progress
+            acting.random_action_probability, acting.random_action_anneal, progress
         ),
-        exploration_repeat_exponent=config.exploration_repeat_exponent,
-        record_final_observation=records_final_observation(components),
+        exploration_repeat_exponent=acting.exploration_repeat_exponent,
+        record_final_observation=acting.record_final_observation,
     )
     stats = jax.lax.psum(stats, AXIS)
     replay = replay_lib.add(state.replay, trajectory)
 
     learn = functools.partial(_learn, components, key=learn_key, beta=beta)
     learner_state = (state.train, state.target_params, replay)
-    if config.updates_per_iteration == 0:
+    if sampling.updates_per_iteration == 0:
         train, target_params, replay, update_metrics = _skip(learn, *learner_state)
     else:
         ready = replay_lib.can_sample(
-            replay, window_length=config.window_length, written_rows=config.written_window_rows
-        ) & (replay.num_written >= config.min_replay_steps)
+            replay, window_length=sampling.window_length, written_rows=sampling.written_rows
+        ) & (replay.num_written >= sampling.min_replay_steps)
         skip = functools.partial(_skip, learn)
         if components.unroll_learner:
             # No branch either: XLA:CPU runs a convolution's gradient inside a conditional as
@@ -196,96 +189,15 @@ def _learn(
 ):
     """``updates_per_iteration`` learner updates; metrics are their means (``optim/updates``: the
     count)."""
-    config = components.config
-    batch_size = config.batch_size // jax.lax.axis_size(AXIS)
-    reanalysed_policies = round(config.reanalyse_policy_fraction * batch_size)
-    returns = dict(
-        num_unroll_steps=config.num_unroll_steps,
-        td_steps=config.td_steps,
-        stop_at_exploratory=config.stop_value_targets_at_exploration,
+    batch_size = components.sampling.batch_size // jax.lax.axis_size(AXIS)
+    one_update = functools.partial(
+        _one_update,
+        components,
+        batch_size=batch_size,
+        reanalysed_policies=round(components.reanalyse.policy_fraction * batch_size),
+        beta=beta,
     )
-    make_batch_targets = jax.vmap(
-        functools.partial(
-            make_targets,
-            **returns,
-            discount=config.discount,
-            next_observation=config.uses_next_observation,
-            same_player=bool(components.network_config.predict_turn),
-        )
-    )
-    # The rows each window's value targets bootstrap from: the only ones reanalyse refreshes.
-    bootstrap_rows_of = jax.vmap(functools.partial(bootstrap_rows, **returns))
-
-    def one_update(carry, update_key):
-        train, target_params, replay = carry
-        windows, index, weights = replay_lib.sample(
-            replay,
-            update_key,
-            batch_size=batch_size,
-            window_length=config.window_length,
-            alpha=config.priority_alpha,
-            beta=beta,
-            written_rows=config.written_window_rows,
-        )
-        written = None
-        if config.sample_newest_steps:
-            written = replay_lib.written_rows_of(replay, index, window_length=config.window_length)
-        td_steps = None
-        if config.off_policy_correction_steps is not None:
-            age = reanalyse.window_age(replay, index, num_envs=config.num_envs)
-            td_steps = reanalyse.td_steps_for_age(
-                age,
-                td_steps=config.td_steps,
-                correction_steps=config.off_policy_correction_steps,
-            )
-        if config.reanalyse_values:
-            windows = reanalyse.refresh_values(
-                target_params,
-                windows,
-                network=components.network,
-                final_observations=records_final_observation(components),
-                rows=bootstrap_rows_of(windows, td_steps_used=td_steps, written_rows=written),
-                search_config=components.search_config
-                if config.reanalyse_values_by_search
-                else None,
-            )
-        if reanalysed_policies:
-            windows = reanalyse.refresh_policies(
-                target_params,
-                jax.random.fold_in(update_key, 1),
-                windows,
-                network=components.network,
-                search_config=components.search_config,
-                num_unroll_steps=config.num_unroll_steps,
-                count=reanalysed_policies,
-            )
-        batch = make_batch_targets(windows, td_steps_used=td_steps, written_rows=written)._replace(
-            weight=weights
-        )
-        if config.augment_reflection:
-            flip = jax.random.bernoulli(jax.random.fold_in(update_key, 2), 0.5, (batch_size,))
-            batch = augment.reflect_batch(batch, flip, components.env.reflection)
-        loss_fn = components.loss_fn
-        if config.consistency_target_params:
-            loss_fn = functools.partial(loss_fn, target_params=target_params)
-        train, aux, metrics = learner.update(
-            train,
-            batch,
-            loss_fn=loss_fn,
-            optimizer=components.optimizer,
-            schedule=components.schedule,
-        )
-        replay = replay_lib.update_priorities(replay, index, aux.priority, axis_name=AXIS)
-        if config.uses_target_params:
-            target_params = refresh_target(
-                train.params,
-                target_params,
-                refresh=train.step % config.target_update_every == 0,
-                decay=config.target_ema_decay,
-            )
-        return (train, target_params, replay), metrics
-
-    keys = jax.random.split(key, config.updates_per_iteration)
+    keys = jax.random.split(key, components.sampling.updates_per_iteration)
     (train, target_params, replay), metrics = jax.lax.scan(
         one_update,
         (train, target_params, replay),
@@ -295,6 +207,118 @@ def _learn(
     metrics = jax.tree.map(jnp.mean, metrics)
     metrics["optim"]["updates"] = jnp.int32(len(keys))
     return train, target_params, replay, metrics
+
+
+def _one_update(
+    components: Components,
+    carry: tuple[learner.TrainState, Params, replay_lib.ReplayState],
+    update_key: Array,
+    *,
+    batch_size: int,
+    reanalysed_policies: int,
+    beta: Array,
+) -> tuple[tuple[learner.TrainState, Params, replay_lib.ReplayState], dict]:
+    """One learner update on ``batch_size`` windows drawn from this device's replay: their
+    targets (reanalysed, and mirrored where the run augments), the update, the new priorities and
+    the target parameters; ``carry`` is ``(train, target_params, replay)``."""
+    train, target_params, replay = carry
+    sampling = components.sampling
+    windows, index, weights = replay_lib.sample(
+        replay,
+        update_key,
+        batch_size=batch_size,
+        window_length=sampling.window_length,
+        alpha=sampling.priority_alpha,
+        beta=beta,
+        written_rows=sampling.written_rows,
+    )
+    written = None
+    if sampling.newest_steps:
+        written = replay_lib.written_rows_of(replay, index, window_length=sampling.window_length)
+    windows, td_steps = _reanalysed(
+        components,
+        target_params,
+        update_key,
+        replay,
+        windows,
+        index,
+        written=written,
+        policies=reanalysed_policies,
+    )
+    batch = components.make_batch(windows, td_steps_used=td_steps, written_rows=written)._replace(
+        weight=weights
+    )
+    if components.reflection is not None:
+        flip = jax.random.bernoulli(jax.random.fold_in(update_key, 2), 0.5, (batch_size,))
+        batch = augment.reflect_batch(batch, flip, components.reflection)
+    kept = components.target_params
+    loss_fn = components.loss_fn
+    if kept.in_consistency:
+        loss_fn = functools.partial(loss_fn, target_params=target_params)
+    train, aux, metrics = learner.update(
+        train,
+        batch,
+        loss_fn=loss_fn,
+        optimizer=components.optimizer,
+        schedule=components.schedule,
+    )
+    replay = replay_lib.update_priorities(replay, index, aux.priority, axis_name=AXIS)
+    if kept.refreshed:
+        target_params = refresh_target(
+            train.params,
+            target_params,
+            refresh=train.step % kept.update_every == 0,
+            decay=kept.ema_decay,
+        )
+    return (train, target_params, replay), metrics
+
+
+def _reanalysed(
+    components: Components,
+    target_params: Params,
+    update_key: Array,
+    replay: replay_lib.ReplayState,
+    windows: Trajectory,
+    index: replay_lib.ReplayIndex,
+    *,
+    written: Array | None,
+    policies: int,
+) -> tuple[Trajectory, Array | None]:
+    """``(windows, td_steps)``: the sampled windows (leaves ``[B, W, ...]``) with their bootstrap
+    values and the policies of their first ``policies`` windows refreshed with ``target_params``
+    as :attr:`Components.reanalyse` says, and each window's TD steps ``[B]`` after the off-policy
+    correction (None without it). ``written``: each window's written rows, or None; the policy
+    search draws from ``fold_in(update_key, 1)``."""
+    settings = components.reanalyse
+    td_steps = None
+    if settings.off_policy_correction_steps is not None:
+        age = reanalyse.window_age(replay, index, num_envs=settings.num_envs)
+        td_steps = reanalyse.td_steps_for_age(
+            age,
+            td_steps=settings.td_steps,
+            correction_steps=settings.off_policy_correction_steps,
+        )
+    if settings.values:
+        windows = reanalyse.refresh_values(
+            target_params,
+            windows,
+            network=components.network,
+            final_observations=components.acting.record_final_observation,
+            # The rows each window's value targets bootstrap from: the only ones they read.
+            rows=components.bootstrap_rows(windows, td_steps_used=td_steps, written_rows=written),
+            search_config=settings.value_search,
+        )
+    if policies:
+        windows = reanalyse.refresh_policies(
+            target_params,
+            jax.random.fold_in(update_key, 1),
+            windows,
+            network=components.network,
+            search_config=settings.policy_search,
+            num_unroll_steps=settings.num_unroll_steps,
+            count=policies,
+        )
+    return windows, td_steps
 
 
 def refresh_target(params: Params, target: Params, *, refresh: Array, decay: float) -> Params:
