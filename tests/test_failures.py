@@ -34,13 +34,13 @@ from mz_jax.cli.main import main
 from mz_jax.config.presets import PresetError, load_preset
 from mz_jax.run import checkpoint as checkpoint_lib
 from mz_jax.run import loop as run_lib
+from mz_jax.run import metrics as metrics_lib
 from mz_jax.run.agent import Agent
 from mz_jax.run.logger import MetricsLogger, MetricsWriteError
 from mz_jax.run.records import read_metrics
 from mz_jax.run.resume import check_config
 from mz_jax.training.train import make_train
 
-README = Path(__file__).parent.parent / "README.md"
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_IO_ERROR, EXIT_STOPPED, EXIT_BROKEN_PIPE = 1, 2, 74, 75, 141
 ITERATION = 4 * 2  # env steps of one iteration: num_envs x rollout_length below
 
@@ -210,7 +210,7 @@ def test_cli_lifecycle_kill_finish_extend_sigterm_full_disk(tmp_path):
     _check_a_finished_run_is_extended_by_a_larger_total_env_steps(steps)
     _check_sigterm_saves_and_exits_with_the_resume_status(steps)
     _check_full_disk_is_one_line_with_the_io_status_and_the_state_stays_safe(steps)
-    _check_metrics_schema_in_the_readme_covers_every_field_written(steps)
+    _check_metrics_schema_in_the_docs_covers_every_field_written(steps)
 
 
 def _check_kill_in_the_first_minutes_loses_nothing_and_leaves_no_empty_file(steps):
@@ -285,9 +285,26 @@ def _check_full_disk_is_one_line_with_the_io_status_and_the_state_stays_safe(ste
     assert committed[-1] == intact
 
 
-def _check_metrics_schema_in_the_readme_covers_every_field_written(steps):
-    section = README.read_text().split("### metrics.jsonl", 1)[1].split("\n#", 1)[0]
-    documented = dict(re.findall(r"^\| `([^`]+)` \| ([a-z ]+) \|", section, flags=re.M))
+def _documented_metrics() -> dict[str, str]:
+    """Field -> scope, read off the table of mz_jax.run.metrics's docstring: a row names its fields
+    in the first column (or, ending in ':', on a line of its own) and its scope in the second."""
+    lines = metrics_lib.__doc__.splitlines()
+    borders = [i for i, line in enumerate(lines) if line.startswith("=====")]
+    lines = lines[borders[1] + 1 : borders[2]]  # the rows, between the header and the end
+    documented = {}
+    for line, below in zip(lines, [*lines[1:], ""], strict=True):
+        if not line.startswith("``"):
+            continue
+        if line.rstrip().endswith(":"):
+            names, scope = re.findall(r"``([^`]+)``", line), below[32:49].strip()
+        else:
+            names, scope = re.findall(r"``([^`]+)``", line[:32]), line[32:49].strip()
+        documented.update(dict.fromkeys(names, scope))
+    return documented
+
+
+def _check_metrics_schema_in_the_docs_covers_every_field_written(steps):
+    documented = _documented_metrics()
     scopes = {"cumulative", "run", "last iteration", "log window", "evaluation"}
     assert set(documented.values()) <= scopes, documented
     written = {name for record in steps["metrics"] for name in record}
@@ -597,7 +614,7 @@ def test_scale_gradient_passes_integer_leaves_through():
 
 def test_agent_acts_on_an_empty_batch():
     config = _tiny_config("gymnax:CartPole-v1", batch_size=8)
-    agent = Agent(config, mz_jax.training.build(config).init_params(jax.random.key(0)))
+    agent = Agent(config, mz_jax.build(config).init_params(jax.random.key(0)))
     actions = agent.act(jax.random.key(1), jnp.zeros((0, 4)))
     assert actions.shape == (0,) and actions.dtype == jnp.int32
     with pytest.raises(ValueError, match=r"legal_action_mask must have shape \[B, A\] = \(0, 2\)"):

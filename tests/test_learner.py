@@ -280,7 +280,7 @@ def test_a_run_decays_its_learning_rate_to_a_tenth_by_its_last_update():
         warmup_updates=4,
         lr_decay_updates="run",
     )
-    schedule = mz_jax.training.build(config).schedule
+    schedule = mz_jax.build(config).schedule
     last = 32 * 2
     np.testing.assert_allclose(float(schedule(4)), 1e-3, rtol=1e-6)
     np.testing.assert_allclose(float(schedule(4 + (last - 4) // 2)), 0.55e-3, rtol=1e-5)

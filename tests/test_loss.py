@@ -258,7 +258,7 @@ def test_training_traces_the_unroll_as_its_config_says(kind, unroll_learner, unr
             kind=kind, hidden_sizes=(8,), latent_size=8, channels=2, num_blocks=1
         ),
     )
-    components = mz_jax.training.build(config)
+    components = mz_jax.build(config)
     assert components.unroll_learner == unrolled
     k, shape = config.num_unroll_steps, components.env.observation_shape
     num_actions = components.env.num_actions
@@ -319,8 +319,8 @@ def test_the_config_field_gives_the_training_loss_hl_gauss_value_targets():
     config = mz_jax.TrainConfig(
         env="gymnax:CartPole-v1", network=mz_jax.NetworkConfig(hidden_sizes=(8,), latent_size=8)
     )
-    components = mz_jax.training.build(config.replace(value_target_sigma=0.75))
-    two_hot = mz_jax.training.build(config)
+    components = mz_jax.build(config.replace(value_target_sigma=0.75))
+    two_hot = mz_jax.build(config)
     params = components.init_params(jax.random.key(0))
     # Random output layers (they start at zero, where every target gives the same cross-entropy).
     leaves, tree = jax.tree.flatten(params)

@@ -262,10 +262,10 @@ def test_suite_runs_every_environment_with_its_seeds_and_resumes(tmp_path, capsy
     assert steps == [32] * NUM_SEEDS + [64] * NUM_SEEDS
 
 
-def test_the_readme_suite_file_is_valid(tmp_path):
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    (block,) = re.findall(r"```toml\n(.*?)```", readme, flags=re.S)
-    path = tmp_path / "readme.toml"
+def test_the_documented_suite_file_is_valid(tmp_path):
+    guide = (Path(__file__).parent.parent / "docs" / "suites.md").read_text()
+    (block,) = re.findall(r"```toml\n(.*?)```", guide, flags=re.S)
+    path = tmp_path / "suite.toml"
     path.write_text(block)
     entries = load_suite(path)
     assert [entry.env for entry in entries] == [

@@ -262,7 +262,7 @@ class RestoredRun(NamedTuple):
 
     Attributes:
       config: the run's configuration (``config.json``).
-      components: its environment, network and search (``mz_jax.training.build(config)``).
+      components: its environment, network and search (``mz_jax.build(config)``).
       step: the checkpoint's step.
       state: the :class:`~mz_jax.training.train.RunState`: parameters, optimiser, actors and replay, with a
         leading seed axis when ``config.num_seeds > 1``.

@@ -5,7 +5,7 @@ benchmarks all start here, so each of them acts, searches and learns exactly as 
 
 ::
 
-    components = mz_jax.training.build(config)
+    components = mz_jax.build(config)
     params = components.init_params(jax.random.key(0))     # the one compiled parameter init
     loss, aux = components.loss_fn(params, batch)
 
