@@ -244,6 +244,33 @@ def seed_results(env_workdir: Path, seeds: list[int]) -> list[dict]:
     return results
 
 
+def _results_to_resume(path: Path, settings: dict, configs: dict[str, TrainConfig]) -> dict:
+    """The suite's ``results.json`` to carry on: ``settings`` with no environment yet, or, where
+    ``path`` exists, its environments, once its settings are found equal to ``settings`` and each
+    finished environment's run found to use the configuration in ``configs`` (env -> config).
+
+    Raises:
+      ValueError: the file belongs to a suite run with other settings, or a finished run used
+        another configuration (:func:`mz_jax.run.resume.check_finished_run`).
+    """
+    results = {**settings, "environments": {}}
+    if not path.exists():
+        return results
+    saved = json.loads(path.read_text())
+    differing = [k for k in settings if saved.get(k) != settings[k]]
+    if differing:
+        raise ValueError(
+            f"{path} belongs to a suite run with other settings ("
+            + ", ".join(f"{k}: {saved.get(k)!r} -> {settings[k]!r}" for k in differing)
+            + "); use another --workdir"
+        )
+    results["environments"] = saved.get("environments", {})
+    for env, config in configs.items():
+        if results["environments"].get(env, {}).get("done"):
+            check_finished_run(path.parent / env_workdir_name(env), config, name=env)
+    return results
+
+
 def run_suite(
     suite: str | Path,
     workdir: str | Path,
@@ -267,8 +294,8 @@ def run_suite(
       allow_config_change: resume an unfinished environment whose workdir was saved with another
         configuration (``mz-jax train --allow-config-change``; a finished one is still refused).
 
-    An entry with an opponent plays it once trained (:func:`mz_jax.suite.opponent.play_opponent`); an environment done
-    before whose seeds lack those games plays them on the next call.
+    An entry with an opponent plays it once trained (:func:`mz_jax.suite.opponent.play_opponent`);
+    an environment done before whose seeds lack those games plays them on the next call.
 
     Returns:
       The contents of ``results.json``.
@@ -287,30 +314,11 @@ def run_suite(
         make_env(entry.env)  # an unknown name fails here, listing close matches
     seeds = list(range(seed, seed + num_seeds))
     path = workdir / RESULTS_FILE
-    results = {
-        "suite": str(suite),
-        "num_seeds": num_seeds,
-        "seeds": seeds,
-        "env_steps": env_steps,
-        "environments": {},
-    }
-    if path.exists():
-        saved = json.loads(path.read_text())
-        differing = [
-            k for k in ("suite", "num_seeds", "seeds", "env_steps") if saved.get(k) != results[k]
-        ]
-        if differing:
-            raise ValueError(
-                f"{path} belongs to a suite run with other settings ("
-                + ", ".join(f"{k}: {saved.get(k)!r} -> {results[k]!r}" for k in differing)
-                + "); use another --workdir"
-            )
-        results["environments"] = saved.get("environments", {})
-        for entry in entries:
-            if results["environments"].get(entry.env, {}).get("done"):
-                check_finished_run(
-                    workdir / env_workdir_name(entry.env), configs[entry.env], name=entry.env
-                )
+    results = _results_to_resume(
+        path,
+        {"suite": str(suite), "num_seeds": num_seeds, "seeds": seeds, "env_steps": env_steps},
+        configs,
+    )
     workdir.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:
