@@ -100,7 +100,7 @@ class StochasticMuZeroNetwork(NamedTuple):
       encode_chance: ``(params, observation[B, ...], next_observation[B, ...]) -> [B, C]``; the
         encoder ``e``'s logits for the chance outcome of the transition between two consecutive
         observations. The loss turns them into a one-hot code with the straight-through estimator
-        (:func:`mz_jax.core.stochastic_loss.chance_code`); an encoder may ignore either argument.
+        (:func:`mz_jax.core.unroll.chance_code`); an encoder may ignore either argument.
       num_chance_outcomes: C, the size of the codebook of one-hot codes.
       turn_logits: optional, ``(params, state) -> [B]``, as in :class:`MuZeroNetwork`: whether the
         player who moved moves again after the chance event (backgammon: while dice are left).

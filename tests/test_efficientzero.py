@@ -559,7 +559,7 @@ def test_dirichlet_noise_is_mixed_over_legal_actions_only():
 def test_support_sizes_cover_the_returns():
     from mz_jax import TrainConfig
     from mz_jax.envs import make_env
-    from mz_jax.training.build import network_config_for
+    from mz_jax.training.network_for_env import network_config_for
 
     def sizes(**kw):
         c = network_config_for(TrainConfig(**kw), make_env("gymnax:CartPole-v1"))

@@ -15,7 +15,8 @@ from _hl_gauss import reference_phi_gauss
 from _target_params import assert_target_params_only_encode_targets
 
 from mz_jax import Batch, ModelOutput
-from mz_jax.core.stochastic_loss import chance_code, make_stochastic_loss_fn
+from mz_jax.core.stochastic_loss import make_stochastic_loss_fn
+from mz_jax.core.unroll import chance_code
 from mz_jax.types import AfterstateOutput, MuZeroNetwork, StochasticMuZeroNetwork
 
 OBS, ACTIONS, HIDDEN, CHANCE, VALUE_BINS, REWARD_BINS = 3, 4, 5, 3, 11, 7

@@ -17,7 +17,8 @@ from mz_jax.core.loss import make_loss_fn
 from mz_jax.core.targets import make_targets
 from mz_jax.mcts.model import make_recurrent_fn
 from mz_jax.networks import mlp_network
-from mz_jax.training.build import build, network_config_for
+from mz_jax.training.build import build
+from mz_jax.training.network_for_env import network_config_for
 from mz_jax.types import Batch, ModelOutput, MuZeroNetwork, Trajectory
 
 # Players to move at rows 0..9: player 0 moves twice, then 1 twice, 0 once, 1 three times, ...

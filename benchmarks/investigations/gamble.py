@@ -38,7 +38,7 @@ from common import machine_description, print_table
 
 import mz_jax
 from mz_jax import NetworkConfig, SearchConfig, StochasticConfig, TrainConfig
-from mz_jax.core.stochastic_loss import STRAIGHT_THROUGH
+from mz_jax.core.unroll import STRAIGHT_THROUGH
 from mz_jax.envs.toy import START
 from mz_jax.run.agent import Agent
 from mz_jax.run.loop import run_training

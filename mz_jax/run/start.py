@@ -18,7 +18,7 @@ from mz_jax.networks import count_params
 from mz_jax.run import checkpoint as checkpoint_lib
 from mz_jax.run.resume import check_config
 from mz_jax.run.workdir import check_workdir
-from mz_jax.training.build import network_kind
+from mz_jax.training.network_for_env import network_kind
 from mz_jax.training.train import Trainer
 
 
