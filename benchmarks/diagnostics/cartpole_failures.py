@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: com
 import jax
 import numpy as np
 from common import machine_description, print_table
-from diagnostics.value_calibration import make_play, parse_play_arguments, play_rows
 
+from diagnostics.value_calibration import make_play, parse_play_arguments, play_rows
 from mz_jax.run.agent import restore_run_state
 
 CARTPOLE = "gymnax:CartPole-v1"
