@@ -102,6 +102,20 @@ def test_paths_named_in_the_docs_exist():
     assert not missing, f"the docs and presets name files that do not exist: {missing}"
 
 
+def test_links_to_results_name_a_section_of_results_md():
+    # README.md, the guides, the tuning records and the presets link results as RESULTS.md#<name>.
+    pages = [REPO / "README.md", *DOCS, *sorted(TUNING.glob("*.md"))]
+    pages += sorted((REPO / "mz_jax" / "config" / "presets").glob("*.py"))
+    linked = {
+        name for page in pages for name in re.findall(r"RESULTS\.md#([\w-]+)", page.read_text())
+    }
+    sections = set(
+        re.findall(r"^## (\S+)$", (REPO / "benchmarks" / "RESULTS.md").read_text(), re.M)
+    )
+    assert linked, "expected links to benchmarks/RESULTS.md sections"
+    assert linked <= sections, f"no section of benchmarks/RESULTS.md for {linked - sections}"
+
+
 def test_every_tuning_record_is_listed_and_named_by_its_preset():
     index = (TUNING / "README.md").read_text()
     # A record that is not one preset's is listed under this heading, and named by a preset.
