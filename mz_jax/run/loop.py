@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -37,8 +37,8 @@ from mz_jax.run.metrics import NonFiniteError as NonFiniteError  # what run_trai
 from mz_jax.run.metrics import nonfinite_error
 from mz_jax.run.plots import plot_learning_curve
 from mz_jax.run.records import forget_metrics_after
-from mz_jax.run.start import close_quietly, open_run, print_start
-from mz_jax.run.workdir import CONFIG_FILE, first_missing, remove_failed_start
+from mz_jax.run.start import RunStart, close_quietly, print_start, start_run
+from mz_jax.run.workdir import remove_failed_start
 from mz_jax.training.train import Trainer, make_train
 
 _WINDOW_SUMS = frozenset(
@@ -107,7 +107,7 @@ def run_training(
     workdir = Path(workdir)
     # Checks the devices and the environment (compiling nothing) before anything is written.
     trainer = make_train(config)
-    run = _Run(config, trainer, workdir, _start(config, trainer, workdir, allow_config_change))
+    run = _Run(config, trainer, workdir, start_run(config, trainer, workdir, allow_config_change))
     stop = _StopSignals()
     try:
         run.train(stop, max_iterations=max_iterations)
@@ -124,53 +124,6 @@ def run_training(
     if run.is_main:
         _plot(workdir, config)
     return run.summary(stop)
-
-
-class _Start(NamedTuple):
-    """Where a call of :func:`run_training` starts: its open checkpointer, the run state, the
-    wall time and next evaluation (env steps) it carries on from, whether it resumed a
-    checkpoint, the configuration fields that changed, and what the start created (the
-    arguments of :func:`mz_jax.run.workdir.remove_failed_start`)."""
-
-    checkpointer: checkpoint_lib.Checkpointer
-    state: Any
-    wall_offset: float
-    next_eval: int
-    resumed: bool
-    changed: list[str]
-    created: dict[str, Any]
-
-
-def _start(
-    config: TrainConfig, trainer: Trainer, workdir: Path, allow_config_change: bool
-) -> _Start:
-    """Opens ``workdir`` and restores its newest checkpoint, or makes a new run's state.
-
-    A failure here (a changed configuration, an unrestorable checkpoint, a failed compile) closes
-    the checkpointer and removes what the start created before it propagates."""
-    created = {
-        "created": first_missing(workdir),
-        "created_config": not (workdir / CONFIG_FILE).exists(),
-    }
-    checkpointer = None
-    try:
-        checkpointer, restored, changed = open_run(
-            config, trainer, workdir, allow_config_change=allow_config_change
-        )
-        if restored is None:
-            state = trainer.init(config.seed)
-            wall_offset, next_eval = 0.0, config.eval_every_env_steps
-        else:
-            _, state, meta = restored
-            wall_offset, next_eval = float(meta["wall_s"]), int(meta["next_eval_env_steps"])
-    except BaseException:
-        if checkpointer is not None:
-            checkpointer.close()
-        remove_failed_start(workdir, **created)
-        raise
-    return _Start(
-        checkpointer, state, wall_offset, next_eval, restored is not None, changed, created
-    )
 
 
 class _StopSignals:
@@ -204,7 +157,7 @@ class _Run:
     the log window, and may evaluate, log and checkpoint; the compiled step does the rest.
     """
 
-    def __init__(self, config: TrainConfig, trainer: Trainer, workdir: Path, start: _Start):
+    def __init__(self, config: TrainConfig, trainer: Trainer, workdir: Path, start: RunStart):
         self.config, self.trainer, self.workdir = config, trainer, workdir
         self.is_main = jax.process_index() == 0
         self.checkpointer, self.state = start.checkpointer, start.state

@@ -1,15 +1,16 @@
 """The start of a training run (:func:`mz_jax.run.loop.run_training`), before its first iteration.
 
-:func:`open_run` checks the workdir (free space, the configuration it saved) and restores its newest
-good checkpoint; :func:`print_start` says what the run is and how it starts (afresh, resumed, with a
-changed configuration); :func:`close_quietly` closes what a start that failed had opened, without
-hiding its error.
+:func:`start_run` opens the workdir and restores its newest good checkpoint or makes a new run's
+state, through :func:`open_run`, which checks the workdir (free space, the configuration it saved);
+:func:`print_start` says what the run is and how it starts (afresh, resumed, with a changed
+configuration); :func:`close_quietly` closes what a start that failed had opened, without hiding its
+error.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 
@@ -17,7 +18,7 @@ from mz_jax.config.train import TrainConfig
 from mz_jax.networks import count_params
 from mz_jax.run import checkpoint as checkpoint_lib
 from mz_jax.run.resume import check_config
-from mz_jax.run.workdir import check_workdir
+from mz_jax.run.workdir import CONFIG_FILE, check_workdir, first_missing, remove_failed_start
 from mz_jax.training.network_for_env import network_kind
 from mz_jax.training.train import Trainer
 
@@ -115,3 +116,50 @@ def close_quietly(*resources) -> None:
             resource.close()
         except Exception:
             pass
+
+
+class RunStart(NamedTuple):
+    """Where a call of :func:`mz_jax.run.loop.run_training` starts: its open checkpointer, the run state, the
+    wall time and next evaluation (env steps) it carries on from, whether it resumed a
+    checkpoint, the configuration fields that changed, and what the start created (the
+    arguments of :func:`mz_jax.run.workdir.remove_failed_start`)."""
+
+    checkpointer: checkpoint_lib.Checkpointer
+    state: Any
+    wall_offset: float
+    next_eval: int
+    resumed: bool
+    changed: list[str]
+    created: dict[str, Any]
+
+
+def start_run(
+    config: TrainConfig, trainer: Trainer, workdir: Path, allow_config_change: bool
+) -> RunStart:
+    """Opens ``workdir`` and restores its newest checkpoint, or makes a new run's state.
+
+    A failure here (a changed configuration, an unrestorable checkpoint, a failed compile) closes
+    the checkpointer and removes what the start created before it propagates."""
+    created = {
+        "created": first_missing(workdir),
+        "created_config": not (workdir / CONFIG_FILE).exists(),
+    }
+    checkpointer = None
+    try:
+        checkpointer, restored, changed = open_run(
+            config, trainer, workdir, allow_config_change=allow_config_change
+        )
+        if restored is None:
+            state = trainer.init(config.seed)
+            wall_offset, next_eval = 0.0, config.eval_every_env_steps
+        else:
+            _, state, meta = restored
+            wall_offset, next_eval = float(meta["wall_s"]), int(meta["next_eval_env_steps"])
+    except BaseException:
+        if checkpointer is not None:
+            checkpointer.close()
+        remove_failed_start(workdir, **created)
+        raise
+    return RunStart(
+        checkpointer, state, wall_offset, next_eval, restored is not None, changed, created
+    )
