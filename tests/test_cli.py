@@ -55,9 +55,20 @@ TINY = [
 ]  # fmt: skip
 
 
-def plain(text: str) -> str:
-    """tyro's boxed error text as one line: box drawing and line breaks removed."""
-    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text).split())
+def error_line(capsys) -> str:
+    """The one line a failed command printed to stderr (failing unless it is one line)."""
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def files_of(workdir: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``workdir``: its path -> (size, modification time in ns)."""
+    return {
+        str(p.relative_to(workdir)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in workdir.rglob("*")
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -128,27 +139,51 @@ def test_eval_step_picks_a_checkpoint(trained, capsys):
     missing = steps[-1] + 1  # no run writes a checkpoint past its newest
     with pytest.raises(SystemExit) as exit_info:
         main(["eval", "--workdir", str(workdir), "--step", str(missing)])
-    assert exit_info.value.code == 1
+    assert exit_info.value.code == 2  # bad input
     err = capsys.readouterr().err
     assert f"step {missing} is not a checkpoint" in err and str(steps[-1]) in err
     assert "Traceback" not in err
 
 
+def test_the_first_lines_say_what_the_run_is_then_time_the_compile(trained):
+    _, out = trained
+    lines = out.splitlines()
+    assert lines[0].startswith("mz_jax: gymnax:Catch-bsuite | ")
+    assert lines[1] == "compiling the training step ..."
+    assert re.fullmatch(r"compiled the training step in \d+\.\ds", lines[2]), lines[2]
+    assert re.match(r"\[ *[\d.]+s\] env steps ", lines[3]), lines[3]
+
+
+def test_a_finished_run_run_again_says_so_in_one_line_and_writes_nothing(trained, capsys):
+    workdir, _ = trained
+    before = files_of(workdir)
+    argv = ["train", "--config", "catch", "--workdir", str(workdir), "--seed", "3", *TINY]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{workdir} holds a finished run: checkpoint 4 reached {TOTAL} of total_env_steps={TOTAL} "
+        "environment steps; nothing to do (a larger --total-env-steps continues it)"
+    ]
+    assert files_of(workdir) == before
+
+
 def test_eval_errors(trained, tmp_path, capsys):
     workdir, _ = trained
-    with pytest.raises(SystemExit) as exit_info:
-        main(["eval", "--workdir", str(tmp_path / "missing")])
-    assert exit_info.value.code == 1
-    assert "config.json" in capsys.readouterr().err
+    # Bad input, 2: a folder that is not a run's, or a run with no checkpoint yet.
+    (tmp_path / "empty").mkdir()
+    for folder in ("missing", "empty"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["eval", "--workdir", str(tmp_path / folder)])
+        assert exit_info.value.code == 2
+        line = error_line(capsys)
+        assert line.startswith("mz-jax eval: error: ") and "config.json" in line, line
 
     (tmp_path / "fresh").mkdir()
     shutil.copy(workdir / "config.json", tmp_path / "fresh" / "config.json")
     with pytest.raises(SystemExit) as exit_info:
         main(["eval", "--workdir", str(tmp_path / "fresh")])
-    assert exit_info.value.code == 1
-    err = capsys.readouterr().err
-    assert "mz-jax eval: error:" in err and "no checkpoint" in err
-    assert "Traceback" not in err
+    assert exit_info.value.code == 2
+    line = error_line(capsys)
+    assert line.startswith("mz-jax eval: error:") and "no checkpoint" in line, line
 
     with pytest.raises(SystemExit) as exit_info:
         main(["eval", "--workdir", str(workdir), "--opponent", "random"])
@@ -171,20 +206,41 @@ def test_resuming_with_another_config_is_refused(trained, capsys):
     assert "--allow-config-change" in err
 
 
-def test_bad_field_value_names_the_field(tmp_path, capsys):
-    for flag, value, field in (
-        ("--num-unroll-steps", "0", "num_unroll_steps"),
-        ("--search.num-simulations", "0", "num_simulations"),
-        ("--discount", "1.5", "discount"),
-    ):
-        workdir = tmp_path / field
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["--num-unroll-steps", "0"], ["num_unroll_steps", "0", "allowed an integer >= 1"]),
+        (["--search.num-simulations", "0"], ["num_simulations", "0"]),
+        (["--discount", "1.5"], ["discount", "1.5", "allowed"]),
+        (["--network.hidden-sizes"], ["hidden_sizes"]),  # tyro parses no value as ()
+        (["--num-envs", "abc"], ["--num-envs", "'abc'"]),  # tyro's parser refuses it
+        (["--network.kind", "bogus"], ["--network.kind", "'bogus'", "auto, mlp, resnet"]),
+        (["--bogus-flag", "3"], ["unrecognized arguments: --bogus-flag 3", "--help"]),
+        (["--num-envs"], ["--num-envs"]),
+    ],
+)
+def test_bad_flag_or_value_is_one_line_naming_it_with_status_2(args, names, tmp_path, capsys):
+    workdir = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--config", "catch", "--workdir", str(workdir), *args])
+    assert exit_info.value.code == 2
+    line = error_line(capsys)
+    assert line.startswith("mz-jax train: error: "), line
+    for name in names:
+        assert name in line, line
+    assert not workdir.exists()  # nothing written for a bad command
+
+
+def test_a_workdir_that_is_a_file_is_bad_input(tmp_path, capsys):
+    file = tmp_path / "notes.txt"
+    file.write_text("mine\n")
+    for workdir in (file, file / "run"):
         with pytest.raises(SystemExit) as exit_info:
-            main(["train", "--config", "catch", "--workdir", str(workdir), flag, value])
+            main(["train", "--config", "catch", "--workdir", str(workdir), *TINY])
         assert exit_info.value.code == 2
-        err = plain(capsys.readouterr().err)
-        assert field in err and value in err, err
-        assert "Traceback" not in err
-        assert not workdir.exists()  # nothing written for a bad command
+        line = error_line(capsys)
+        assert line.startswith(f"mz-jax train: error: workdir '{workdir}' is not a directory"), line
+    assert file.read_text() == "mine\n"
 
 
 def test_unknown_env_is_reported_before_anything_is_written(tmp_path, capsys):
@@ -307,6 +363,9 @@ def test_help(argv, expected, capsys):
     out = capsys.readouterr().out
     for text in expected:
         assert text in out, text
+    # Plain text: no reStructuredText markup from the docstrings the help is made of.
+    markup = re.findall(r"``|:(?:func|class|mod|data|meth|attr):`", out)
+    assert not markup, markup
 
 
 def test_no_or_unknown_command_is_a_usage_error(capsys):

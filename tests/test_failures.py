@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _tensorboard import steps_by_tag, steps_in_metrics
 
 import mz_jax
 from mz_jax import Batch, ModelOutput, MuZeroNetwork, make_loss_fn, scale_gradient
@@ -147,6 +148,7 @@ def _train(workdir: Path, total_env_steps: int) -> list[str]:
 
 
 LONG = 10_000 * ITERATION  # the runs that are stopped never get near it (a length is compiled in)
+LONGER = 2 * LONG  # a run extended
 
 
 def _run_lifecycle(tmp: Path) -> dict:
@@ -163,24 +165,42 @@ def _run_lifecycle(tmp: Path) -> dict:
     child.wait_for(lambda: (workdir / "checkpoints" / "2").is_dir(), timeout=180)
     child.process.send_signal(signal.SIGKILL)
     steps["killed"] = child.finish()
-    steps["killed"]["files"] = {
-        str(p.relative_to(workdir)): p.stat().st_size for p in workdir.rglob("*") if p.is_file()
-    }
+    steps["killed"]["files"] = _files(workdir)
 
-    # 2. The same command with a run of two iterations: resumed, it is finished.
+    # 2. The same command with a run of two iterations: its checkpoint has finished it.
     steps["finished"] = Child(tmp, "finished", _train(workdir, 2 * ITERATION)).finish()
+    steps["finished"]["files"] = _files(workdir)
 
-    # 3. Extended past its end, then stopped by SIGTERM (a preemption) once it trains again.
-    child = Child(tmp, "extended", _train(workdir, LONG))
-    child.wait_for(lambda: child.printed(f"/{LONG:,} ("))
+    # 3. Extended to a larger length (the finished start wrote nothing, its length included), then
+    # stopped by SIGTERM (a preemption) once it trains again.
+    child = Child(tmp, "extended", _train(workdir, LONGER))
+    child.wait_for(lambda: child.printed(f"/{LONGER:,} ("))
     child.process.send_signal(signal.SIGTERM)
     steps["extended"] = child.finish()
 
     # 4. The same command again, and the disk is full at its second save.
-    args = _train(workdir, LONG)
+    args = _train(workdir, LONGER)
     steps["full_disk"] = Child(tmp, "full_disk", args, code=FULL_DISK_AT_SECOND_SAVE).finish()
     steps["metrics"] = read_metrics(workdir)
     return steps
+
+
+def _files(workdir: Path) -> dict[str, int]:
+    """Every file under ``workdir``: its path -> its size."""
+    return {
+        str(p.relative_to(workdir)): p.stat().st_size for p in workdir.rglob("*") if p.is_file()
+    }
+
+
+def _finished_at(out: str) -> int:
+    """The checkpoint named by the one line of a run started again after it finished."""
+    match = re.fullmatch(
+        r"\S+ holds a finished run: checkpoint (\d+) reached [\d,]+ of total_env_steps=[\d,]+ "
+        r"environment steps; nothing to do \(a larger --total-env-steps continues it\)\n",
+        out,
+    )
+    assert match, out
+    return int(match[1])
 
 
 def _resumed_from(out: str) -> int:
@@ -207,10 +227,14 @@ def test_cli_lifecycle_kill_finish_extend_sigterm_full_disk(tmp_path):
     """The CLI rows of #16 on one run (one test, so that xdist runs its processes once)."""
     steps = _run_lifecycle(tmp_path)
     _check_kill_in_the_first_minutes_loses_nothing_and_leaves_no_empty_file(steps)
-    _check_a_finished_run_is_extended_by_a_larger_total_env_steps(steps)
+    _check_a_larger_total_env_steps_extends_the_run(steps)
     _check_sigterm_saves_and_exits_with_the_resume_status(steps)
     _check_full_disk_is_one_line_with_the_io_status_and_the_state_stays_safe(steps)
     _check_metrics_schema_in_the_docs_covers_every_field_written(steps)
+    # After a kill, a finished start, a resume, a SIGTERM and a full disk, TensorBoard shows each
+    # tag once per step, the steps metrics.jsonl holds.
+    tensorboard = steps["workdir"] / "tensorboard"
+    assert steps_by_tag(tensorboard) == steps_in_metrics(steps["metrics"])
 
 
 def _check_kill_in_the_first_minutes_loses_nothing_and_leaves_no_empty_file(steps):
@@ -226,27 +250,36 @@ def _check_kill_in_the_first_minutes_loses_nothing_and_leaves_no_empty_file(step
     ]
     assert not empty, empty
     assert any(name.startswith("tensorboard/events.out.tfevents") for name in killed["files"])
-    # The restart carries on from the newest (and a changed length is accepted, not refused).
+    # The restart finds the run finished by its newest checkpoint (a changed length is accepted,
+    # not refused), says so in one line and writes nothing: only a save the kill interrupted (a
+    # temporary directory) is removed.
     assert finished["status"] == 0, finished
-    assert _resumed_from(finished["out"]) >= 2
-    assert re.search(r"done: [\d,]+ env steps", finished["out"])
+    assert _finished_at(finished["out"]) >= 2
+    assert finished["err"] == ""
+    kept = {
+        name: size for name, size in killed["files"].items() if ".orbax-checkpoint-tmp" not in name
+    }
+    assert finished["files"] == kept
 
 
-def _check_a_finished_run_is_extended_by_a_larger_total_env_steps(steps):
+def _check_a_larger_total_env_steps_extends_the_run(steps):
     finished, extended = steps["finished"], steps["extended"]
-    assert _resumed_from(extended["out"]) == _resumed_from(finished["out"]), extended
+    assert _resumed_from(extended["out"]) == _finished_at(finished["out"]), extended
     assert (
-        f"resuming with a changed configuration: total_env_steps: {2 * ITERATION} -> {LONG} "
+        f"resuming with a changed configuration: total_env_steps: {LONG} -> {LONGER} "
         "(temperature_schedule and the priority_beta and random_action_anneal annealing"
     ) in extended["out"]
-    assert f"/{LONG:,} (" in extended["out"]  # it trained on
+    assert f"/{LONGER:,} (" in extended["out"]  # it trained on
     saved = json.loads((steps["workdir"] / "config.json").read_text())
-    assert saved["total_env_steps"] == LONG
+    assert saved["total_env_steps"] == LONGER
 
 
 def _check_sigterm_saves_and_exits_with_the_resume_status(steps):
     extended = steps["extended"]
     assert extended["status"] == EXIT_STOPPED, extended
+    # Acknowledged when it came, then saved at the end of the iteration under way.
+    acknowledged = extended["out"].index(run_lib._StopSignals.ACKNOWLEDGEMENT)
+    assert acknowledged < extended["out"].index("signal 15 received: saving and stopping")
     (line,) = _error_lines(extended["err"])
     match = re.fullmatch(
         r"mz-jax train: stopped by signal 15 after saving checkpoint (\d+) \(([\d,]+) env steps\) "

@@ -4,7 +4,8 @@ Each runs in its own Python process from the repository root (so an environment 
 device count set by one cannot leak into another, or into this test process), at the small sizes
 the scripts offer for CI. The checks read what the scripts print. A ```python block preceded by the
 line ``<!-- skip -->`` is not run; the blocks of one page run in order as one program, like a
-notebook.
+notebook. A block preceded by ``<!-- after the set-up command -->`` (the README's trained agent)
+runs on its own, in a folder where that command's run has been made.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ TUNING = REPO / "benchmarks" / "tuning"  # one record per preset, and README.md,
 TIMEOUT_S = 600  # compile-bound, on two shared cores
 
 
-def run_python(*args: str, timeout: float = TIMEOUT_S) -> str:
-    """Runs ``python *args`` in the repository root; returns its stdout, failing with the output."""
+def run_python(*args: str, timeout: float = TIMEOUT_S, cwd: Path = REPO) -> str:
+    """Runs ``python *args`` in ``cwd`` (the repository root); returns its stdout, failing with the
+    output."""
     result = subprocess.run(
         [sys.executable, *args],
-        cwd=REPO,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -41,15 +43,19 @@ def run_python(*args: str, timeout: float = TIMEOUT_S) -> str:
     return result.stdout
 
 
-def python_blocks(markdown: str) -> list[str]:
-    """The ```python blocks of a page, in order, without those right after ``<!-- skip -->``."""
+AFTER_SET_UP = "<!-- after the set-up command -->"
+
+
+def python_blocks(markdown: str, *, mark: str | None = None) -> list[str]:
+    """The ```python blocks of a page, in order, that the line ``mark`` comes right before (None:
+    no ``<!-- ... -->`` line)."""
     blocks = []
     for match in re.finditer(
         r"(?P<before>[^\n]*\n)?```python\n(?P<code>.*?)^```", markdown, re.M | re.S
     ):
-        if (match.group("before") or "").strip() == "<!-- skip -->":
-            continue
-        blocks.append(match.group("code"))
+        before = (match.group("before") or "").strip()
+        if (before if before.startswith("<!--") else None) == mark:
+            blocks.append(match.group("code"))
     return blocks
 
 
@@ -63,6 +69,9 @@ def test_python_blocks_are_found_and_skip_marks_respected():
         "```\nnot python\n```\n```python\nb = a + 1\n```\n"
     )
     assert python_blocks(page) == ["a = 1\n", "b = a + 1\n"]
+    page += f"{AFTER_SET_UP}\n```python\nc = 3\n```\n"
+    assert python_blocks(page) == ["a = 1\n", "b = a + 1\n"]
+    assert python_blocks(page, mark=AFTER_SET_UP) == ["c = 3\n"]
 
 
 PAGES_WITH_CODE = [page for page in DOCS if python_blocks(page.read_text())]
@@ -78,6 +87,19 @@ def test_doc_python_blocks_run(page, tmp_path):
     program = tmp_path / f"{page.stem}.py"
     program.write_text("\n".join(python_blocks(page.read_text())))
     run_python(str(program))
+
+
+def test_readme_agent_example_runs_on_the_run_of_the_set_up_command(tmp_path):
+    readme = (REPO / "README.md").read_text()
+    set_up = "mz-jax train --config cartpole --workdir runs/cartpole"
+    assert set_up in readme  # the run the example restores
+    (example,) = python_blocks(readme, mark=AFTER_SET_UP)
+    # That run, stopped after its first iteration: the example needs a checkpoint, not a good agent.
+    first_iteration = ["--total-env-steps", "1", "--eval-every-env-steps", "0"]
+    run_python("-m", "mz_jax.cli.main", *set_up.split()[1:], *first_iteration, cwd=tmp_path)
+    (tmp_path / "example.py").write_text(example)
+    out = run_python("example.py", cwd=tmp_path)
+    assert out.strip(), "the example printed nothing"
 
 
 def test_index_lists_every_guide():

@@ -6,6 +6,7 @@ in host-side settings, and inject their faults into the run state between iterat
 """
 
 import dataclasses
+import errno
 import json
 import math
 import os
@@ -13,6 +14,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +26,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import _crash_worker
+from _tensorboard import event_files, steps_by_tag, steps_in_metrics, tensorboard_view
 
 from mz_jax.config import overrides as overrides_lib
 from mz_jax.config.overrides import override
@@ -33,6 +36,7 @@ from mz_jax.run import loop as run
 from mz_jax.run import records as records_lib
 from mz_jax.run import resume as resume_lib
 from mz_jax.run import workdir as workdir_lib
+from mz_jax.run.logger import MetricsLogger
 from mz_jax.run.records import read_metrics
 from mz_jax.training import evaluate as evaluate_lib
 from mz_jax.training.train import make_train
@@ -161,6 +165,9 @@ def test_killed_run_resumes_bit_identically(tmp_path):
     without_time = lambda records: [{k: v for k, v in r.items() if k != "wall_s"} for r in records]
     assert without_time(read_metrics(crashed)) == without_time(read_metrics(reference))
     assert len(read_metrics(reference)) == ITERATIONS
+    # And so does TensorBoard, each tag once per step, as it would after the kills (#90).
+    assert steps_by_tag(crashed / "tensorboard") == steps_in_metrics(read_metrics(crashed))
+    assert steps_by_tag(crashed / "tensorboard") == steps_by_tag(reference / "tensorboard")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -243,7 +250,9 @@ def test_sigterm_saves_and_stops_then_the_same_call_carries_on(tmp_path, use_tra
     assert summary["signal"] == signal.SIGTERM and summary["checkpoint"] == 3
     assert _checkpoints(tmp_path) == [1, 3]
     assert signal.getsignal(signal.SIGTERM) is handler
-    assert "signal 15 received: saving and stopping" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    acknowledged = out.index(run._StopSignals.ACKNOWLEDGEMENT)
+    assert acknowledged < out.index("signal 15 received: saving and stopping")
 
     use_trainer()
     summary = run.run_training(config, tmp_path)
@@ -301,6 +310,43 @@ def test_second_signal_stops_at_once(tmp_path, use_trainer):
     with pytest.raises(KeyboardInterrupt, match="twice"):
         run.run_training(_host_side_config(checkpoint_every_seconds=1e9), tmp_path)
     assert _checkpoints(tmp_path) == [1]  # the first iteration's; nothing saved on the way out
+
+
+def test_a_signal_is_acknowledged_while_the_main_thread_waits_for_a_computation():
+    # Python runs a signal handler only between bytecodes of its main thread; here that thread is
+    # inside XLA until the loop ends, as it is inside the compiled step of a run.
+    times = {}
+
+    class Stream:
+        def write(self, text):
+            if text.startswith("stopping: "):
+                times["acknowledged"] = time.monotonic()
+
+        def flush(self):
+            pass
+
+    @jax.jit
+    def spin(n):
+        body = lambda i, x: jnp.sin(x) * 1.0000001 + 1e-3
+        return jax.lax.fori_loop(0, n, body, jnp.zeros(256))
+
+    spin(10).block_until_ready()  # compiled
+    started = time.monotonic()
+    spin(100_000).block_until_ready()
+    per_iteration = (time.monotonic() - started) / 100_000
+    n = int(3.0 / per_iteration)  # about 3 s of computation
+
+    stop = run._StopSignals(stream=Stream())
+    try:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        started = time.monotonic()
+        np.asarray(spin(n))
+        ended = time.monotonic()
+    finally:
+        stop.restore()
+    assert stop.received == signal.SIGTERM
+    assert "acknowledged" in times, "no acknowledgement"
+    assert times["acknowledged"] < ended, (times["acknowledged"] - started, ended - started)
 
 
 def test_nonfinite_updates_are_skipped_counted_and_stop_the_run(
@@ -377,6 +423,39 @@ def test_resuming_forgets_the_metrics_of_iterations_it_redoes(tmp_path):
     assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2, 3]
     records_lib.forget_metrics_after(tmp_path, env_steps=0)  # started afresh
     assert read_metrics(tmp_path) == []
+
+
+def test_a_resumed_run_leaves_tensorboard_showing_each_tag_once_per_step(tmp_path):
+    # Four iterations logged, then a kill; the restart resumes the checkpoint of iteration 2.
+    first = MetricsLogger(tmp_path)
+    for i in (1, 2, 3, 4):
+        first.write(step=i, env_steps=8 * i, wall_s=i, **{"loss/total": float(i)})
+    first.close()
+    records_lib.forget_metrics_after(tmp_path, env_steps=16)
+    resumed = MetricsLogger(tmp_path, start_env_steps=16)
+    for i in (3, 4, 5):
+        resumed.write(step=i, env_steps=8 * i, wall_s=i, **{"loss/total": 10.0 * i})
+    resumed.close()
+
+    # Two events files, the second not overwriting the first (both within the same second).
+    assert len(event_files(tmp_path / "tensorboard")) == 2
+    assert tensorboard_view(tmp_path / "tensorboard") == {
+        "loss/total": [(8, 1.0), (16, 2.0), (24, 30.0), (32, 40.0), (40, 50.0)]
+    }
+    assert steps_by_tag(tmp_path / "tensorboard") == steps_in_metrics(read_metrics(tmp_path))
+
+
+def test_each_seed_of_a_multi_seed_run_is_a_tensorboard_run_of_its_own(tmp_path):
+    logger = MetricsLogger(tmp_path)
+    for env_steps in (8, 16):
+        for seed in (3, 4):
+            logger.write(step=1, env_steps=env_steps, wall_s=1.0, seed=seed, loss=float(seed))
+    logger.close()
+    assert [r["seed"] for r in read_metrics(tmp_path)] == [3, 4, 3, 4]
+    for seed in (3, 4):
+        view = tensorboard_view(tmp_path / "tensorboard" / f"seed_{seed}")
+        assert view == {"loss": [(8, float(seed)), (16, float(seed))]}  # no "seed" tag
+    assert not event_files(tmp_path / "tensorboard")
 
 
 def test_changed_config_is_refused_listing_the_fields(tmp_path):
@@ -461,12 +540,24 @@ def test_unreadable_config_file_is_reported(tmp_path):
         resume_lib.check_config(tmp_path, TrainConfig(), allow_config_change=False)
 
 
-def test_unwritable_workdir_is_reported_at_start(tmp_path):
+def test_unwritable_workdir_is_reported_at_start(tmp_path, monkeypatch):
+    workdir = tmp_path / "run"
+
+    def refuse(self, *args, **kwargs):  # (root may write anywhere: the refusal is made here)
+        raise PermissionError(errno.EACCES, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    with pytest.raises(OSError, match=f"workdir '{workdir}' is not writable: .*Permission denied"):
+        run.run_training(_host_side_config(), workdir)
+
+
+def test_a_workdir_in_a_file_is_bad_input_not_an_io_failure(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    workdir = blocker / "run"  # (root may write anywhere; nobody can make a directory in a file)
-    with pytest.raises(OSError, match=f"workdir '{workdir}' is not writable"):
-        run.run_training(_host_side_config(), workdir)
+    for workdir in (blocker, blocker / "run"):
+        with pytest.raises(ValueError, match=f"workdir '{workdir}' is not a directory"):
+            run.run_training(_host_side_config(), workdir)
+    assert blocker.read_text() == ""
 
 
 def test_full_workdir_is_reported_at_start(tmp_path, monkeypatch):
@@ -505,14 +596,14 @@ def test_the_header_names_the_network_and_warns_of_a_resnet_on_a_cpu(
     tmp_path, capsys, env, kind, overrides
 ):
     from mz_jax.config.train import NetworkConfig
-    from mz_jax.run.start import print_start
+    from mz_jax.run.start import print_header
 
     network = dataclasses.replace(NetworkConfig(hidden_sizes=(8,), latent_size=8), **overrides)
     config = TrainConfig(env=env, num_envs=2, batch_size=2, network=network)
     trainer = make_train(config, devices=jax.devices()[:1])
-    params = trainer.components.init_params(jax.random.key(0))
-    print_start(config, trainer, params, tmp_path, resumed=None, created_config=True, changed=[])
+    print_header(config, trainer)  # from the abstract state: before anything is compiled
     out = capsys.readouterr().out
-    assert f"| network {kind} " in out
+    params = trainer.components.init_params(jax.random.key(0))
+    assert f"| network {kind} {sum(x.size for x in jax.tree.leaves(params)):,} parameters" in out
     on_cpu = jax.default_backend() == "cpu"
     assert ("a ResNet is slow on a CPU" in out) == (kind == "resnet" and on_cpu)

@@ -2,14 +2,15 @@
 
 Every failure of a command ends in one line on stderr, ``mz-jax COMMAND: error: ...``, naming what
 failed (the flag or field, the file, the checkpoint), and in an exit status that says what kind of
-failure it was (the README's table):
+failure it was (the table of docs/running.md):
 
 ====  ===================================================================================
 0     done: a finished run (``train``), or the command's work (``eval``, ``envs``, ...)
 1     the run failed: training stopped on non-finite values, no checkpoint of the workdir
       can be restored, or an unexpected error (a bug: its traceback is in errors.log)
 2     bad input: an unknown flag, preset or environment, an invalid field value, a preset
-      file that does not load, a configuration that differs from the workdir's
+      file that does not load, a configuration that differs from the workdir's, a workdir
+      that is a file, an ``eval`` of a folder with no run or no checkpoint yet
 74    an I/O failure: a checkpoint, metrics.jsonl or another file could not be written (a
       full disk); the newest complete checkpoint is intact
 75    stopped by SIGTERM/SIGINT after saving: run the same command again to resume

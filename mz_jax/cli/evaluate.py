@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from mz_jax.cli.errors import PROG, CliError
+from mz_jax.cli.errors import EXIT_FAILED, PROG, CliError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -110,8 +110,10 @@ def evaluate_run(argv: list[str]) -> int:
         agent = Agent.restore(args.workdir, seed_index=args.seed_index, step=args.step)
         if args.num_simulations is not None:
             agent = agent.with_search(num_simulations=args.num_simulations)
-    except (FileNotFoundError, CheckpointError, ValueError) as error:  # ValueError: config.json
-        raise CliError(str(error), status=1) from error
+    except (FileNotFoundError, ValueError) as error:  # not a run's workdir; a bad config.json
+        raise CliError(str(error)) from error
+    except CheckpointError as error:  # no checkpoint of the run restores
+        raise CliError(str(error), status=EXIT_FAILED) from error
     opponent = None if not two_player or args.opponent == "self" else args.opponent or "random"
     episodes = args.episodes or config.eval_episodes
     max_steps = args.max_steps or config.eval_max_steps

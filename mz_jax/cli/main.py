@@ -19,7 +19,7 @@ Every failure ends in one line on stderr, ``mz-jax COMMAND: error: ...``, naming
 flag or field, the file, the checkpoint), and in an exit status that says what kind of failure it
 was: 0 done, 1 a failed run, 2 bad input, 74 an I/O failure, 75 stopped by a signal after saving,
 130 stopped at once, 141 the reader of the output went away (:mod:`mz_jax.cli.errors` and the
-README's table say more).
+table of docs/running.md say more).
 
 ``--debug`` (anywhere on the command line) prints the traceback behind an error too; without it,
 ``train`` appends the traceback of a failure (and the checkpoint library's log records) to
@@ -49,6 +49,7 @@ from mz_jax.cli.errors import (
     exit_with,
     train_error,
 )
+from mz_jax.cli.flags import parse_config
 from mz_jax.config.presets import PresetError, list_presets, load_preset
 from mz_jax.config.train import TrainConfig
 from mz_jax.run.workdir import sanitise
@@ -78,8 +79,6 @@ Exit status: 0 finished, 75 stopped by a signal after saving (run it again to re
 
 
 def _train(argv: list[str], *, debug: bool = False) -> int:
-    import tyro
-
     parser = argparse.ArgumentParser(prog=f"{PROG} train", add_help=False, allow_abbrev=False)
     parser.add_argument("--config", default=None)
     parser.add_argument("--workdir", default=None)
@@ -91,12 +90,9 @@ def _train(argv: list[str], *, debug: bool = False) -> int:
         preset = load_preset(known.config) if known.config else TrainConfig()
     except PresetError as error:
         raise CliError(str(error)) from error
-    # tyro reports a bad value (TrainConfig's ValueError names the field) and exits with status 2.
-    config = tyro.cli(
-        TrainConfig,
+    config = parse_config(
+        rest,
         default=preset,
-        args=rest,
-        prog=f"{PROG} train",
         description="Train MuZero. Every configuration field is a flag; the preset sets the defaults.",
     )
     from mz_jax.run.loop import run_training
@@ -117,6 +113,8 @@ def _train(argv: list[str], *, debug: bool = False) -> int:
             file=sys.stderr,
         )
         return EXIT_STOPPED
+    if summary["already_finished"]:
+        return EXIT_DONE  # run_training said so
     line = (
         f"done: {summary['env_steps']:,} env steps, {summary['updates']:,} updates in "
         f"{summary['wall_s']:.1f}s"

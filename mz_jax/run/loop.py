@@ -18,11 +18,13 @@ half-begun run behind.
 from __future__ import annotations
 
 import math
+import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import jax
 import jax.numpy as jnp
@@ -36,7 +38,7 @@ from mz_jax.run.logger import MetricsLogger, Progress
 from mz_jax.run.metrics import NonFiniteError as NonFiniteError  # what run_training raises
 from mz_jax.run.metrics import nonfinite_error
 from mz_jax.run.plots import plot_learning_curve
-from mz_jax.run.records import forget_metrics_after
+from mz_jax.run.records import evaluation_curves, forget_metrics_after
 from mz_jax.run.start import RunStart, close_quietly, print_start, start_run
 from mz_jax.run.workdir import remove_failed_start
 from mz_jax.training.train import Trainer, make_train
@@ -89,7 +91,9 @@ def run_training(
       A summary: environment steps, updates, wall time, the last evaluation's mean return
       (``eval_return``, averaged over the seeds) and each seed's (``eval_returns``), the last
       iteration's metrics (``metrics``, averaged over the seeds), whether a signal stopped it
-      (``stopped_by_signal``, ``signal``) and the newest checkpoint saved (``checkpoint``).
+      (``stopped_by_signal``, ``signal``), the newest checkpoint saved (``checkpoint``), and
+      whether the workdir's run had already reached ``total_env_steps`` (``already_finished``:
+      then this call said so in one line and wrote nothing).
 
     Raises:
       ValueError: a configuration that does not fit the devices, an unknown environment, or one that
@@ -107,7 +111,11 @@ def run_training(
     workdir = Path(workdir)
     # Checks the devices and the environment (compiling nothing) before anything is written.
     trainer = make_train(config)
-    run = _Run(config, trainer, workdir, start_run(config, trainer, workdir, allow_config_change))
+    start = start_run(config, trainer, workdir, allow_config_change)
+    if start.finished:
+        start.checkpointer.close()
+        return _finished_summary(config, trainer, workdir, start)
+    run = _Run(config, trainer, workdir, start)
     stop = _StopSignals()
     try:
         run.train(stop, max_iterations=max_iterations)
@@ -130,21 +138,54 @@ class _StopSignals:
     """The SIGTERM/SIGINT handler of a run, installed while it lives: the first signal is
     recorded (``received``: its number, or None) for the loop to save and stop at the end of its
     iteration; a second raises ``KeyboardInterrupt`` at once (the newest complete checkpoint
-    stays good). :meth:`restore` puts back the handlers it replaced."""
+    stays good). :meth:`restore` puts back the handlers it replaced.
 
-    def __init__(self) -> None:
+    Python runs a signal handler only between bytecodes of the main thread, so not while that
+    thread waits for the compiled step. The first signal is acknowledged at once all the same
+    ("stopping: ..."): the C-level handler writes its number to a pipe
+    (:func:`signal.set_wakeup_fd`), which a thread of this object reads.
+    """
+
+    ACKNOWLEDGEMENT = (
+        "stopping: saving a checkpoint after this iteration (a second signal stops without saving)"
+    )
+
+    def __init__(self, *, stream: TextIO | None = None) -> None:
         self.received: int | None = None
+        self._stream = stream
         self._previous = {
             signum: signal.signal(signum, self._handle)
             for signum in (signal.SIGTERM, signal.SIGINT)
         }
+        self._read_fd, self._write_fd = os.pipe()
+        os.set_blocking(self._write_fd, False)  # set_wakeup_fd's requirement
+        self._previous_wakeup_fd = signal.set_wakeup_fd(self._write_fd, warn_on_full_buffer=False)
+        self._watcher = threading.Thread(target=self._acknowledge, name="stop-signals", daemon=True)
+        self._watcher.start()
 
     def _handle(self, signum, frame) -> None:
         if self.received is not None:
             raise KeyboardInterrupt(f"signal {signum} received twice")
         self.received = signum
 
+    def _acknowledge(self) -> None:
+        """Prints the acknowledgement at the first SIGTERM/SIGINT the pipe brings; returns when the
+        pipe is closed."""
+        while data := os.read(self._read_fd, 64):
+            if {signal.SIGTERM, signal.SIGINT} & set(data):
+                try:
+                    print(self.ACKNOWLEDGEMENT, file=self._stream or sys.stdout, flush=True)
+                except (OSError, ValueError):  # the console went away; the loop still stops
+                    pass
+                break
+        while os.read(self._read_fd, 64):  # drains the pipe until it is closed
+            pass
+
     def restore(self) -> None:
+        signal.set_wakeup_fd(self._previous_wakeup_fd)
+        os.close(self._write_fd)  # ends the watcher
+        self._watcher.join()
+        os.close(self._read_fd)
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
 
@@ -170,14 +211,12 @@ class _Run:
         if self.is_main:
             print_start(
                 config,
-                trainer,
-                self.state.train.params,
                 workdir,
                 resumed=(self.iteration, self.updates, self.env_steps) if self.resumed else None,
                 created_config=start.created["created_config"],
                 changed=start.changed,
             )
-        self.logger = MetricsLogger(workdir, enabled=self.is_main)
+        self.logger = MetricsLogger(workdir, enabled=self.is_main, start_env_steps=self.env_steps)
         self.progress = Progress(
             total_env_steps=config.total_env_steps, every_seconds=config.log_every_seconds
         )
@@ -229,6 +268,8 @@ class _Run:
         iteration's bookkeeping; raises the :class:`NonFiniteError` of the first iteration that
         calls for one, before any save (its state may hold non-finite data)."""
         per_call, num_seeds = self.config.iterations_per_call, len(self.seeds)
+        if self.iterations_this_call == 0:
+            self._compile()
         self.state, metrics = self.trainer.step(self.state)  # donates the previous state's buffers
         # One host fetch per call: every metric as [iterations_per_call, num_seeds].
         metrics = {
@@ -240,6 +281,15 @@ class _Run:
             failure = self._after_iteration(of_iteration, last_of_call=i == per_call - 1)
             if failure is not None:
                 raise failure
+
+    def _compile(self) -> None:
+        """Compiles the step (the longest silence of a start) between two lines."""
+        if self.is_main:
+            print("compiling the training step ...", flush=True)
+        started = time.monotonic()
+        self.trainer.compile_step(self.state)
+        if self.is_main:
+            print(f"compiled the training step in {time.monotonic() - started:.1f}s", flush=True)
 
     def _after_iteration(
         self, of_iteration: dict[str, np.ndarray], *, last_of_call: bool
@@ -315,9 +365,12 @@ class _Run:
     def _write(self, records: list[dict], *, step: int) -> None:
         """One record per seed (with its ``seed`` when there are several)."""
         for seed, record in zip(self.seeds, records, strict=True):
-            extra = {"seed": seed} if len(self.seeds) > 1 else {}
             self.logger.write(
-                step=step, env_steps=self.env_steps, wall_s=self.wall(), **extra, **record
+                step=step,
+                env_steps=self.env_steps,
+                wall_s=self.wall(),
+                seed=seed if len(self.seeds) > 1 else None,
+                **record,
             )
 
     def _evaluate(self) -> list[dict[str, float]]:
@@ -406,7 +459,42 @@ class _Run:
             "stopped_by_signal": stop.received is not None,
             "signal": stop.received,
             "checkpoint": self.last_saved,
+            "already_finished": False,
         }
+
+
+def _finished_summary(
+    config: TrainConfig, trainer: Trainer, workdir: Path, start: RunStart
+) -> dict:
+    """What :func:`run_training` says and returns for a run whose newest checkpoint already
+    reached ``total_env_steps``: one line, and the summary of that checkpoint (its last
+    evaluation read back from ``metrics.jsonl``)."""
+    iteration = _first(start.state.iteration)
+    env_steps = iteration * trainer.env_steps_per_iteration
+    if jax.process_index() == 0:
+        print(
+            f"{workdir} holds a finished run: checkpoint {start.checkpoint} reached "
+            f"{env_steps:,} of total_env_steps={config.total_env_steps:,} environment steps; "
+            "nothing to do (a larger --total-env-steps continues it)",
+            flush=True,
+        )
+    evaluations = evaluation_curves(workdir, default_seed=config.seed)
+    seeds = [config.seed + i for i in range(config.num_seeds)]
+    last = [float(evaluations[s].returns[-1]) for s in seeds if s in evaluations]
+    last_eval_return = last if len(last) == len(seeds) else None
+    return {
+        "env_steps": env_steps,
+        "iterations": iteration,
+        "updates": _first(start.state.train.step),
+        "wall_s": start.wall_offset,
+        "eval_return": None if last_eval_return is None else float(np.mean(last_eval_return)),
+        "eval_returns": last_eval_return,
+        "metrics": {},
+        "stopped_by_signal": False,
+        "signal": None,
+        "checkpoint": start.checkpoint,
+        "already_finished": True,
+    }
 
 
 def _plot(workdir: Path, config: TrainConfig) -> None:

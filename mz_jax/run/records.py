@@ -48,13 +48,16 @@ def forget_metrics_after(workdir: Path, env_steps: int) -> None:
     with no record is removed."""
     if not (workdir / METRICS_FILE).exists() or jax.process_index() != 0:
         return
+    path = workdir / METRICS_FILE
     kept = [
         line + "\n" for line, r in _metrics_lines(workdir) if r.get("env_steps", 0) <= env_steps
     ]
     if not kept:  # no empty file: a start that fails before its first record leaves none
-        (workdir / METRICS_FILE).unlink()
+        path.unlink()
         return
-    write_atomically(workdir / METRICS_FILE, "".join(kept))
+    text = "".join(kept)
+    if text != path.read_text():  # what a run that drops nothing finds is left as it is
+        write_atomically(path, text)
 
 
 class Curve(NamedTuple):

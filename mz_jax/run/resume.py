@@ -73,13 +73,16 @@ def inert_fields(config: TrainConfig) -> frozenset[str]:
     return CHANCE_ONLY_FIELDS if config.network.num_chance_outcomes is None else frozenset()
 
 
-def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: bool) -> list[str]:
-    """Writes ``config.json``, or compares it with the one a previous run of this workdir saved.
+def check_config(
+    workdir: Path, config: TrainConfig, *, allow_config_change: bool, write: bool = True
+) -> list[str]:
+    """Compares ``config`` with the ``config.json`` a previous run of this workdir saved, and
+    writes it there (:func:`save_config`) unless not ``write``.
 
     Returns:
       The fields that differ from the saved configuration (``name: saved -> now``), all of them
       :data:`RESUMABLE_FIELDS` or :func:`inert_fields` unless ``allow_config_change``;
-      ``config.json`` then holds ``config``.
+      ``config.json`` then holds ``config`` (if ``write``).
 
     Raises:
       ValueError: listing every differing field (``name: saved -> now``) if the saved configuration
@@ -103,9 +106,17 @@ def check_config(workdir: Path, config: TrainConfig, *, allow_config_change: boo
             )
     else:
         differences = []
-    if jax.process_index() == 0:
-        write_atomically(path, json.dumps(current, indent=2) + "\n")
+    if write:
+        save_config(workdir, config)
     return differences
+
+
+def save_config(workdir: Path, config: TrainConfig) -> None:
+    """Writes ``config`` to ``workdir/config.json`` (from process 0), unless it holds it already."""
+    path = workdir / CONFIG_FILE
+    text = json.dumps(config_to_dict(config), indent=2) + "\n"
+    if jax.process_index() == 0 and not (path.exists() and path.read_text() == text):
+        write_atomically(path, text)
 
 
 def check_finished_run(run_dir: Path, config: TrainConfig, *, name: str) -> None:

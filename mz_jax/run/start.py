@@ -2,8 +2,8 @@
 
 :func:`start_run` opens the workdir and restores its newest good checkpoint or makes a new run's
 state, through :func:`open_run`, which checks the workdir (free space, the configuration it saved);
-:func:`print_start` says what the run is and how it starts (afresh, resumed, with a changed
-configuration); :func:`close_quietly` closes what a start that failed had opened, without hiding its
+:func:`print_header` says what the run is, :func:`print_start` how it starts (afresh, resumed, with
+a changed configuration); :func:`close_quietly` closes what a start that failed had opened, without hiding its
 error.
 """
 
@@ -17,7 +17,7 @@ import jax
 from mz_jax.config.train import TrainConfig
 from mz_jax.networks import count_params
 from mz_jax.run import checkpoint as checkpoint_lib
-from mz_jax.run.resume import check_config
+from mz_jax.run.resume import check_config, save_config
 from mz_jax.run.workdir import CONFIG_FILE, check_workdir, first_missing, remove_failed_start
 from mz_jax.training.network_for_env import network_kind
 from mz_jax.training.train import Trainer
@@ -26,10 +26,10 @@ from mz_jax.training.train import Trainer
 def open_run(
     config: TrainConfig, trainer: Trainer, workdir: Path, *, allow_config_change: bool
 ) -> tuple[checkpoint_lib.Checkpointer, tuple | None, list[str]]:
-    """Checks the workdir and ``config`` against the one it saved, and restores the newest
-    checkpoint: ``(checkpointer, restored or None, changed fields)``."""
+    """Checks the workdir and ``config`` against the one it saved (writing nothing yet), and
+    restores the newest checkpoint: ``(checkpointer, restored or None, changed fields)``."""
     check_workdir(workdir, required_bytes=checkpoint_lib.state_nbytes(trainer.abstract_state))
-    changed = check_config(workdir, config, allow_config_change=allow_config_change)
+    changed = check_config(workdir, config, allow_config_change=allow_config_change, write=False)
     checkpointer = checkpoint_lib.Checkpointer(
         workdir, keep_last=config.keep_checkpoints, keep_every=config.keep_checkpoint_every
     )
@@ -41,20 +41,10 @@ def open_run(
     return checkpointer, restored, changed
 
 
-def print_start(
-    config: TrainConfig,
-    trainer: Trainer,
-    params: Any,
-    workdir: Path,
-    *,
-    resumed: tuple[int, int, int] | None,
-    created_config: bool,
-    changed: list[str],
-) -> None:
-    """Prints the run's environment, devices, network, replay and search, then how it starts:
-    resumed from a checkpoint (``resumed``: its iteration, update and env step), afresh over a
-    config.json a stopped start left (not ``created_config``), with the ``changed`` fields."""
-    num_params = count_params(params) // config.num_seeds
+def print_header(config: TrainConfig, trainer: Trainer) -> None:
+    """Prints the run's environment, devices, network, replay and search, in one line (a note
+    follows for a ResNet on a CPU); from the abstract state, so before anything is compiled."""
+    num_params = count_params(trainer.abstract_state.train.params) // config.num_seeds
     components = trainer.components
     kind = network_kind(components.network_config, components.env)
     replay_mb = trainer.bytes_per_transition * config.replay_capacity * config.num_seeds / 2**20
@@ -76,6 +66,19 @@ def print_start(
             "mlp trains on the flattened image",
             flush=True,
         )
+
+
+def print_start(
+    config: TrainConfig,
+    workdir: Path,
+    *,
+    resumed: tuple[int, int, int] | None,
+    created_config: bool,
+    changed: list[str],
+) -> None:
+    """Prints how the run starts: resumed from a checkpoint (``resumed``: its iteration, update and
+    env step), afresh over a config.json a stopped start left (not ``created_config``), with the
+    ``changed`` fields."""
     if resumed is not None:
         iteration, updates, env_steps = resumed
         print(
@@ -119,18 +122,24 @@ def close_quietly(*resources) -> None:
 
 
 class RunStart(NamedTuple):
-    """Where a call of :func:`mz_jax.run.loop.run_training` starts: its open checkpointer, the run state, the
-    wall time and next evaluation (env steps) it carries on from, whether it resumed a
-    checkpoint, the configuration fields that changed, and what the start created (the
+    """Where a call of :func:`mz_jax.run.loop.run_training` starts: its open checkpointer, the run
+    state, the wall time and next evaluation (env steps) it carries on from, the checkpoint it
+    resumed (None: a new run), whether that checkpoint ends the run (``finished``: it reached
+    ``total_env_steps``), the configuration fields that changed, and what the start created (the
     arguments of :func:`mz_jax.run.workdir.remove_failed_start`)."""
 
     checkpointer: checkpoint_lib.Checkpointer
     state: Any
     wall_offset: float
     next_eval: int
-    resumed: bool
+    checkpoint: int | None
+    finished: bool
     changed: list[str]
     created: dict[str, Any]
+
+    @property
+    def resumed(self) -> bool:
+        return self.checkpoint is not None
 
 
 def start_run(
@@ -138,8 +147,11 @@ def start_run(
 ) -> RunStart:
     """Opens ``workdir`` and restores its newest checkpoint, or makes a new run's state.
 
-    A failure here (a changed configuration, an unrestorable checkpoint, a failed compile) closes
-    the checkpointer and removes what the start created before it propagates."""
+    Unless the restored checkpoint finished the run (its env steps reached ``total_env_steps``:
+    then nothing is written), ``config.json`` is written and process 0 prints the run's header
+    (:func:`print_header`), before the compile of a new run's state. A failure here (a changed configuration, an unrestorable
+    checkpoint, a failed compile) closes the checkpointer and removes what the start created
+    before it propagates."""
     created = {
         "created": first_missing(workdir),
         "created_config": not (workdir / CONFIG_FILE).exists(),
@@ -150,16 +162,25 @@ def start_run(
             config, trainer, workdir, allow_config_change=allow_config_change
         )
         if restored is None:
-            state = trainer.init(config.seed)
+            checkpoint, finished = None, False
             wall_offset, next_eval = 0.0, config.eval_every_env_steps
         else:
-            _, state, meta = restored
+            checkpoint, state, meta = restored
             wall_offset, next_eval = float(meta["wall_s"]), int(meta["next_eval_env_steps"])
+            total = config.total_env_steps
+            env_steps = int(meta["iteration"]) * trainer.env_steps_per_iteration
+            finished = total is not None and env_steps >= total
+        if not finished:
+            save_config(workdir, config)
+            if jax.process_index() == 0:
+                print_header(config, trainer)
+        if restored is None:
+            state = trainer.init(config.seed)
     except BaseException:
         if checkpointer is not None:
             checkpointer.close()
         remove_failed_start(workdir, **created)
         raise
     return RunStart(
-        checkpointer, state, wall_offset, next_eval, restored is not None, changed, created
+        checkpointer, state, wall_offset, next_eval, checkpoint, finished, changed, created
     )

@@ -68,7 +68,19 @@ def write_atomically(path: Path, text: str) -> None:
 
 def check_workdir(workdir: Path, *, required_bytes: int = 0) -> None:
     """Fails early, with the path in the message, if ``workdir`` cannot be written or has less than
-    ``required_bytes`` free (room for one checkpoint)."""
+    ``required_bytes`` free (room for one checkpoint).
+
+    Raises:
+      ValueError: ``workdir``, or one of its parents, is a file (bad input, not an I/O failure).
+      OSError: ``workdir`` cannot be created or written, or has too little free space.
+    """
+    for path in (workdir, *workdir.absolute().parents):
+        if path.exists() and not path.is_dir():
+            named = "" if path == workdir else f" (its parent {str(path)!r} is a file)"
+            raise ValueError(
+                f"workdir {str(workdir)!r} is not a directory{named}: give --workdir a directory, "
+                "existing or not"
+            )
     try:
         workdir.mkdir(parents=True, exist_ok=True)
         # One probe per process: processes of a multi-host run share the workdir.

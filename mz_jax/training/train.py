@@ -45,6 +45,8 @@ class Trainer:
       step: ``step(state) -> (state, metrics)``: ``config.iterations_per_call`` iterations on every
         device (the input state is donated). Metrics (:mod:`mz_jax.run.metrics`) have leaves
         ``[iterations_per_call]``, one entry per iteration.
+      compile_step: ``compile_step(state)`` compiles ``step`` for ``state`` (or finds it in the
+        persistent compilation cache) without running it; ``step(state)`` then runs at once.
       evaluate: ``evaluate(params, key) -> EvalResult``, greedy episodes on separate environments.
       per_device_step: the per-device function that ``step`` wraps in ``shard_map``.
       state_specs: the ``PartitionSpec`` of every leaf of the run state over ``'data'``.
@@ -63,6 +65,7 @@ class Trainer:
     mesh: jax.sharding.Mesh
     init: Callable[[int], RunState]
     step: Callable[[RunState], tuple[RunState, IterationMetrics]]
+    compile_step: Callable[[RunState], Any]
     evaluate: Callable[[Params, Array], evaluate_lib.EvalResult]
     per_device_step: Callable[[RunState], tuple[RunState, IterationMetrics]]
     state_specs: Any
@@ -225,6 +228,7 @@ def make_train(config: TrainConfig | Components, *, devices: list | None = None)
         mesh=mesh,
         init=jax.jit(run_init(components), out_shardings=shardings),
         step=step,
+        compile_step=lambda state: step.lower(state).compile(),
         evaluate=jax.jit(jax.vmap(evaluate) if num_seeds > 1 else evaluate),
         per_device_step=per_device_step,
         state_specs=specs,
