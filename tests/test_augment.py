@@ -9,12 +9,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _batches import capture_batches
 
 from mz_jax.config.checks import check_reflection
 from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
 from mz_jax.envs import Reflection, make_env
-from mz_jax.run import metrics
 from mz_jax.training.augment import reflect_batch
 from mz_jax.training.build import build
 from mz_jax.training.train import make_train
@@ -166,9 +166,12 @@ def test_the_config_is_refused_without_a_symmetry_and_a_bad_permutation_is_named
         check_reflection(Reflection(observation=lambda o: o, actions=(1, 0)), 3, "custom:x")
 
 
-def test_training_mirrors_its_batches():
-    # The same seed with and without the reflection: every sampled sequence is the same, so only
-    # the mirrored halves of the batches can make the parameters differ.
+def test_training_mirrors_some_sequences_of_its_batches(monkeypatch):
+    # The same seed with and without the reflection: nothing differs before the first update, so it
+    # samples the same sequences in both runs, and its batch with the reflection is the one without
+    # where each sequence is either kept or mirrored as by hand: CartPole's observations negated,
+    # push left and push right swapped in the actions and the policy targets.
+    batches = capture_batches(monkeypatch)
     config = TrainConfig(
         env="gymnax:CartPole-v1",
         num_envs=4,
@@ -183,16 +186,33 @@ def test_training_mirrors_its_batches():
         network=NetworkConfig(hidden_sizes=(16,), latent_size=8),
         search=SearchConfig(num_simulations=4),
     )
-    results = []
+    first = {}
     for augment in (False, True):
         trainer = make_train(
             dataclasses.replace(config, augment_reflection=augment), devices=jax.devices()[:1]
         )
-        state = trainer.init(0)
-        for _ in range(3):
+        state, updates = trainer.init(0), 0
+        batches.clear()
+        while not batches:
             state, record = trainer.step(state)
-        record = metrics.flatten(jax.device_get(record))
-        assert np.isfinite(record["loss/total"]).all()
-        results.append(jax.device_get(state.train.params))
-    differs = jax.tree.map(lambda a, b: bool(np.any(a != b)), *results)
-    assert any(jax.tree.leaves(differs))
+            updates += int(jax.device_get(record["optim"]["updates"])[0])
+        assert len(batches) == updates == config.updates_per_iteration  # nothing else captured
+        first[augment] = batches[0]
+    plain, mirrored = first[False], first[True]
+    kinds = []
+    for i in range(config.batch_size):
+        kept = np.array_equal(mirrored.observation[i], plain.observation[i])
+        if kept:
+            expected = (plain.observation[i], plain.next_observation[i], plain.actions[i])
+            policy = plain.target_policy[i]
+        else:
+            expected = (-plain.observation[i], -plain.next_observation[i], 1 - plain.actions[i])
+            policy = plain.target_policy[i][..., ::-1]
+        np.testing.assert_array_equal(mirrored.observation[i], expected[0], err_msg=f"{i}")
+        np.testing.assert_array_equal(mirrored.next_observation[i], expected[1], err_msg=f"{i}")
+        np.testing.assert_array_equal(mirrored.actions[i], expected[2], err_msg=f"{i}")
+        np.testing.assert_array_equal(mirrored.target_policy[i], policy, err_msg=f"{i}")
+        kinds.append(kept)
+    assert 0 < sum(kinds) < config.batch_size, kinds  # both kinds (each sequence flips at 1/2)
+    for field in ("target_value", "target_reward", "mask", "weight"):
+        np.testing.assert_array_equal(getattr(mirrored, field), getattr(plain, field), field)

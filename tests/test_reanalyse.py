@@ -1,9 +1,12 @@
 """Target parameters of ``reanalyse_values``: a copy of the parameters, refreshed every N updates."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from _batches import capture_batches
 
 from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import NetworkConfig, TrainConfig
@@ -79,21 +82,34 @@ def test_polyak_target_moves_a_fixed_share_of_the_way_to_the_parameters_at_each_
     assert seen["refreshed"] >= 2 and seen["stale"] >= 2
 
 
-def test_values_by_search_reach_the_iteration():
-    # Same seed, same run, but for the value bootstraps: once the network's predictions are no
-    # longer uniform (its output layers start at zero), the search's root values differ from the
-    # network's values, and so do the runs' value losses.
-    losses = {}
-    for by_search in (False, True):
-        config = dataclasses.replace(CONFIG, reanalyse_values_by_search=by_search)
+def test_values_by_search_are_the_bootstraps_of_the_value_targets(monkeypatch):
+    # The search replaced by one that gives every root the value c: nothing differs before the
+    # first update between c = 0 and c = 1, so it samples the same windows in both runs, and each
+    # value target z_k = sum_{i<n} γ^i r_{k+i} + γ^n v_{k+n} moves by γ^n = γ² (n = td_steps)
+    # where it bootstraps, and by 0 where the episode ends first.
+    from mz_jax.training import reanalyse
+
+    batches = capture_batches(monkeypatch)
+    config = dataclasses.replace(CONFIG, reanalyse_values_by_search=True)
+    targets = {}
+    for c in (0.0, 1.0):
+        monkeypatch.setattr(
+            reanalyse,
+            "search",
+            lambda params, key, observation, *_, c=c, **__: SimpleNamespace(
+                root_value=jnp.full(observation.shape[:1], c)
+            ),
+        )
         trainer = make_train(config, devices=jax.devices()[:1])
         state = trainer.init(0)
-        losses[by_search] = []
-        for _ in range(8):
-            state, metrics = trainer.step(state)
-            losses[by_search].append(float(jax.device_get(metrics["loss"]["value"])[0]))
-    assert np.isfinite(losses[True]).all()
-    assert losses[True] != losses[False]
+        batches.clear()
+        while not batches:
+            state, _ = trainer.step(state)
+        targets[c] = batches[0].target_value
+    shift = targets[1.0] - targets[0.0]
+    bootstrapped = np.isclose(shift, config.discount**config.td_steps, rtol=0, atol=1e-6)
+    assert np.all(bootstrapped | (np.abs(shift) <= 1e-6)), shift
+    assert bootstrapped.mean() > 0.5, shift  # CartPole's random episodes last about 20 steps
 
 
 def test_refreshing_only_the_bootstrap_rows_trains_as_refreshing_every_row(monkeypatch):

@@ -168,18 +168,23 @@ def test_rescale_min_range_floors_the_range_the_gumbel_q_values_are_divided_by(m
 
 
 def test_muzero_completed_q_target_is_gumbels_improved_policy_on_the_puct_tree():
-    # The same pUCT search (greedy, so the same tree): the visit counts below, read off the
-    # visit-count target, are (3, 2, 25, 2) and (8, 5, 0, 19) for 32 simulations.
+    # The same pUCT search (greedy, so the same tree). Its visit counts, read off the visit-count
+    # target, enter the completed-Q target only through the largest (sigma's factor below); which
+    # of the tied arms mctx's tie-breaking noise sends the first visits to changes the others.
     visits = np.rint(np.asarray(_bandit(BANDIT_MUZERO).policy) * 32)
-    np.testing.assert_array_equal(visits, [[3, 2, 25, 2], [8, 5, 0, 19]])
+    np.testing.assert_array_equal(visits.sum(-1), [32, 32])
+    assert visits[1, 2] == 0  # illegal
+    np.testing.assert_array_equal(visits.argmax(-1), [2, 3])  # the best legal arms lead
+    most = visits.max(-1)
     config = dataclasses.replace(BANDIT_MUZERO, policy_target="completed_q")
     out = _bandit(config)
     np.testing.assert_array_equal(out.action, [2, 3])  # acting still follows the visits
     prior = np.array([1.0, 0.0, 0.0, 0.0])
     softmax = lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum()
     # Row 0: every arm visited, so the completed Q is the arm's reward, rescaled to [0, 1] by
-    # (q - 0.1) / 0.8; sigma = (maxvisit_init + max visits) * value_scale * q = (50 + 25) * 0.1 * q.
-    row0 = softmax(prior + 7.5 * np.array([0.0, 0.25, 1.0, 0.5]))
+    # (q - 0.1) / 0.8; sigma = (maxvisit_init + max visits) * value_scale * q.
+    assert np.all(visits[0] > 0)
+    row0 = softmax(prior + (50 + most[0]) * 0.1 * np.array([0.0, 0.25, 1.0, 0.5]))
     np.testing.assert_allclose(out.policy[0], row0, rtol=1e-5)
     # Row 1: arm 2 is illegal and unvisited. Its completed Q is the mixed value
     # (raw value 0 + N * sum_visited pi q / sum_visited pi) / (N + 1), with pi the prior over the
@@ -188,7 +193,8 @@ def test_muzero_completed_q_target_is_gumbels_improved_policy_on_the_puct_tree()
     v_mix = 32 * (pi @ np.array([0.1, 0.3, 0.5])) / 33
     completed = np.array([0.1, 0.3, v_mix, 0.5])
     scaled = (completed - 0.1) / 0.4
-    logits = prior + (50 + 19) * 0.1 * scaled
+    assert np.all(visits[1, [0, 1, 3]] > 0)
+    logits = prior + (50 + most[1]) * 0.1 * scaled
     row1 = np.zeros(4)
     row1[[0, 1, 3]] = softmax(logits[[0, 1, 3]])
     np.testing.assert_allclose(out.policy[1], row1, rtol=1e-5, atol=1e-7)

@@ -42,7 +42,6 @@ from mz_jax.suite.tic_tac_toe_solver import (
     EMPTY,
     NOUGHT,
     agent_moves,
-    check_encoding,
     exploitable_positions,
     outcome_probabilities,
     play,
@@ -72,7 +71,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     print(machine_description())
-    check_encoding()
     boards = positions_to_move()
     rows, examples = [], []
     runs = [
