@@ -29,6 +29,7 @@ PRESETS = (
     "catch",
     "connect_four",
     "game_2048",
+    "minatar_gpu",
     "mountaincar",
     "tic_tac_toe",
 )
@@ -276,6 +277,7 @@ def test_presets():
         "connect_four": "pgx:connect_four",
         "breakout_minatar": "gymnax:Breakout-MinAtar",
         "breakout_minatar_mlp": "gymnax:Breakout-MinAtar",
+        "minatar_gpu": "gymnax:Breakout-MinAtar",
         "game_2048": "pgx:2048",
         "backgammon": "pgx:backgammon",
     }

@@ -78,4 +78,9 @@ def test_preset_docstrings_are_short_and_name_their_records():
         source = presets.find_preset(name).read_text()
         docstring = ast.get_docstring(ast.parse(source))
         assert docstring and len(docstring.splitlines()) <= 15, name
-        assert f"benchmarks/RESULTS.md#{name}" in " ".join(docstring.split()), name
+        # Where its results are: its section of RESULTS.md, or for a preset made for accelerators
+        # and not yet measured on a CPU, the GPU report.
+        text = " ".join(docstring.split())
+        assert (
+            f"benchmarks/RESULTS.md#{name}" in text or "Results: benchmarks/RESULTS-gpu.md." in text
+        ), name

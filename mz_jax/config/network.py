@@ -55,6 +55,9 @@ class NetworkConfig:
     num_chance_outcomes: int | None = None
     """C: Stochastic MuZero with C chance outcomes (afterstates, a chance encoder); None: MuZero's
     deterministic model."""
+    compute_dtype: Literal["float32", "bfloat16"] = "float32"
+    """The dtype of the network's matmuls, convolutions and hidden states ('bfloat16' for GPUs and
+    TPUs); parameters, optimizer state, logits and the loss stay float32."""
 
     def __post_init__(self) -> None:
         validation.check_fields(

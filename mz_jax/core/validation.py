@@ -215,6 +215,7 @@ RULES: dict[str, Rule] = {
     "lstm_size": _POSITIVE,
     "num_chance_outcomes": optional(_POSITIVE),
     "predict_turn": boolean(),
+    "compute_dtype": one_of("float32", "bfloat16"),
     # Search (SearchConfig).
     "policy": one_of("muzero", "gumbel"),
     "policy_target": one_of("visits", "completed_q"),

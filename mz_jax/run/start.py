@@ -49,10 +49,12 @@ def print_header(config: TrainConfig, trainer: Trainer) -> None:
     kind = network_kind(components.network_config, components.env)
     replay_mb = trainer.bytes_per_transition * config.replay_capacity * config.num_seeds / 2**20
     seeds_times = f" x {config.num_seeds} seeds" if config.num_seeds > 1 else ""
+    compute_dtype = components.network_config.compute_dtype
+    dtype = f" computing in {compute_dtype}" if compute_dtype != "float32" else ""
     print(
         f"mz_jax: {config.env} | {len(trainer.mesh.devices.flat)} device(s) "
         f"({jax.default_backend()}, {jax.process_count()} process(es)) | network {kind} "
-        f"{num_params:,} parameters | replay {config.replay_capacity:,} transitions x "
+        f"{num_params:,} parameters{dtype} | replay {config.replay_capacity:,} transitions x "
         f"{trainer.bytes_per_transition} bytes{seeds_times} = {replay_mb:.1f} MiB | search "
         f"{trainer.search_config.policy} x {trainer.search_config.num_simulations} simulations"
         + (f" | {config.num_seeds} seeds in one program" if config.num_seeds > 1 else ""),

@@ -12,6 +12,8 @@ import dataclasses
 import math
 from collections.abc import Callable
 
+import jax.numpy as jnp
+
 from mz_jax import networks
 from mz_jax.config.network import NetworkConfig
 from mz_jax.config.train import TrainConfig
@@ -100,7 +102,8 @@ def make_network(
     adds the projection network and head of the consistency loss. With
     ``config.num_chance_outcomes`` it is a Stochastic MuZero network of the same kind
     (:func:`mz_jax.networks.stochastic_mlp_network` or
-    :func:`mz_jax.networks.stochastic_resnet_network`)."""
+    :func:`mz_jax.networks.stochastic_resnet_network`), which computes in float32 only in its MLP
+    kind. ``config.compute_dtype`` is the networks' ``dtype``."""
     kind = network_kind(config, env)
     if kind == "resnet" and len(env.observation_shape) != 3:
         fail(
@@ -141,6 +144,14 @@ def make_network(
                 f"None or {features} numbers > 0 for {env.name}, one per feature of its "
                 f"observations of shape {env.observation_shape}",
             )
+    if config.compute_dtype != "float32" and config.num_chance_outcomes and kind == "mlp":
+        fail(
+            "network.compute_dtype",
+            config.compute_dtype,
+            "'float32' for the Stochastic MuZero MLP (network.kind 'mlp' with "
+            "num_chance_outcomes); its ResNet computes in bfloat16",
+        )
+    dtype = jnp.dtype(config.compute_dtype)
     common = dict(
         observation_shape=env.observation_shape,
         num_actions=env.num_actions,
@@ -155,7 +166,10 @@ def make_network(
         observation_layer_norm=config.observation_layer_norm,
     )
     resnet = dict(
-        channels=config.channels, num_blocks=config.num_blocks, downsample=config.downsample
+        channels=config.channels,
+        num_blocks=config.num_blocks,
+        downsample=config.downsample,
+        dtype=dtype,
     )
     if config.num_chance_outcomes is not None:
         # No value prefix here: mz_jax.config.checks.check_for_env refuses it.
@@ -172,5 +186,6 @@ def make_network(
             **deterministic,
             conv_channels=config.conv_channels,
             observation_scale=config.observation_scale,
+            dtype=dtype,
         )
     return networks.resnet_network(**resnet, **deterministic)
