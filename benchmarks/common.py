@@ -1,14 +1,20 @@
-"""Shared helpers for the benchmark scripts: the machine's description and a careful timer."""
+"""Shared helpers for the benchmark scripts: the machine's description, a careful timer, tables and
+the commit measured."""
 
 from __future__ import annotations
 
 import os
 import platform
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import jax
+
+REPO = Path(__file__).resolve().parent.parent
+"""The repository's root."""
 
 
 def cpu_model(cpuinfo: str) -> str | None:
@@ -75,3 +81,18 @@ def format_table(headers: list[str], rows: list[list[object]]) -> str:
 def print_table(headers: list[str], rows: list[list[object]]) -> None:
     """Prints :func:`format_table`."""
     print(format_table(headers, rows))
+
+
+def git_revision() -> str:
+    """The repository's commit, with '+ uncommitted changes' if the working tree differs from it."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return f"{commit} + uncommitted changes" if dirty else commit

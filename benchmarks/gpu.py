@@ -24,7 +24,7 @@ offline). Set ``XLA_FLAGS`` there as the run should have it (benchmarks/RESULTS-
 Parts, in order, each a function below:
 
 * **matmul**: float32 (``training.matmul_peak``, JAX's default precision: TF32 on NVIDIA GPUs) and
-  bfloat16 (:func:`matmul_peak`, the same search): n doubled from 512 until one n x n product takes
+  bfloat16 (the same function): n doubled from 512 until one n x n product takes
   50 ms, up to 16384; 2 n^3 FLOPs over the fastest of the timed products.
 * **learner**: ``presets.update_rows`` (``training.time_learner_update``: the median update after
   compilation; FLOPs from XLA's cost analysis of the unrolled update, lowered for the CPU) of a
@@ -95,10 +95,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import presets
 import training
-from common import format_table, machine_description
+from common import format_table, git_revision, machine_description
 
 from mz_jax.config.overrides import override
 from mz_jax.config.presets import load_preset
@@ -106,6 +105,7 @@ from mz_jax.config.train import TrainConfig
 from mz_jax.mcts.policies import search
 from mz_jax.run.workdir import RESULTS_FILE, write_atomically
 from mz_jax.suite import aggregate
+from mz_jax.suite.report import normalised_final_scores
 from mz_jax.suite.results import final_returns, load_results
 from mz_jax.suite.runner import load_suite
 from mz_jax.training.build import build
@@ -305,37 +305,6 @@ def measure_rows(
 # summary (the keys of results.json).
 
 
-def matmul_peak(
-    dtype: jnp.dtype,
-    *,
-    min_seconds: float = 0.05,
-    start_size: int = 512,
-    max_size: int = 16384,
-    repeats: int = 5,
-) -> training.MatmulPeak:
-    """``training.matmul_peak`` (float32 only) for ``dtype``: the same search for the smallest
-    power-of-two n whose n x n product takes ``min_seconds``, its fastest product."""
-    if dtype == jnp.float32:
-        return training.matmul_peak(
-            min_seconds=min_seconds, start_size=start_size, max_size=max_size, repeats=repeats
-        )
-    product = jax.jit(jnp.matmul)
-    size = start_size
-    while True:
-        keys = jax.random.split(jax.random.key(size))
-        a = jax.random.normal(keys[0], (size, size), dtype)
-        b = jax.random.normal(keys[1], (size, size), dtype)
-        jax.block_until_ready(product(a, b))  # compile
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            jax.block_until_ready(product(a, b))
-            times.append(time.perf_counter() - start)
-        if min(times) >= min_seconds or size >= max_size:
-            return training.MatmulPeak(size, min(times))
-        size *= 2
-
-
 MATMUL_HEADERS = ["dtype", "n", "ms/product", "TFLOP/s"]
 
 
@@ -343,7 +312,7 @@ def matmul_part(settings: Settings, budget: Budget, emit: Callable) -> dict:
     summary = {}
 
     def measure(dtype):
-        peak = matmul_peak(jnp.dtype(dtype), **settings.matmul)
+        peak = training.matmul_peak(dtype=jnp.dtype(dtype), **settings.matmul)
         summary[dtype] = {
             "size": peak.size,
             "seconds": peak.seconds,
@@ -376,7 +345,7 @@ def learner_part(
     settings: Settings, budget: Budget, emit: Callable, *, preset: str, bf16_peak: dict | None
 ) -> dict:
     if bf16_peak is None:  # the learner alone: its own peak
-        peak = matmul_peak(jnp.dtype("bfloat16"), **settings.matmul)
+        peak = training.matmul_peak(dtype=jnp.dtype("bfloat16"), **settings.matmul)
     else:
         peak = training.MatmulPeak(bf16_peak["size"], bf16_peak["seconds"])
     blocks, channels = settings.big_resnet
@@ -593,22 +562,8 @@ def suite_iqm(workdir: Path, envs: list[str]) -> float | None:
         return None
     references = aggregate.reference_scores()
     finals = {env: final_returns(environments[env]) for env in envs if env in references}
-    tasks = [env for env, returns in finals.items() if returns]
-    if not tasks:
-        return None
-    num_runs = min(len(finals[env]) for env in tasks)
-    scores = np.stack(
-        [
-            aggregate.normalize(
-                finals[env][:num_runs],
-                random=references[env].random,
-                reference=references[env].reference,
-            )
-            for env in tasks
-        ],
-        axis=1,
-    )
-    return float(aggregate.interquartile_mean(scores))
+    normalised = normalised_final_scores(finals, references)
+    return None if normalised is None else float(aggregate.interquartile_mean(normalised[1]))
 
 
 SUITE_HEADERS = [
@@ -684,21 +639,6 @@ def suite_part(
 # The run's record, its markdown section and the set-up commands.
 
 
-def git_commit() -> str:
-    """``git rev-parse --short HEAD``, with ``+dirty`` where tracked files differ from it."""
-
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True)
-        return done.stdout.strip()
-
-    try:
-        commit = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{commit}+dirty" if dirty else commit
-
-
 def versions() -> dict[str, str | None]:
     found = {"python": platform.python_version()}
     for name in VERSIONS:
@@ -722,7 +662,7 @@ def new_record(argv: list[str], settings: Settings, limit_s: float) -> dict:
             "count": jax.device_count(),
         },
         "machine": machine_description(),
-        "commit": git_commit(),
+        "commit": git_revision(),
         "versions": versions(),
         "xla_flags": os.environ.get("XLA_FLAGS"),
         "parts": {},

@@ -29,7 +29,6 @@ import os
 import platform
 import re
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -40,7 +39,7 @@ import results
 import search
 import selfplay
 import training
-from common import machine_description, percent
+from common import git_revision, machine_description, percent
 from investigations import loss_unroll
 
 from mz_jax import SearchConfig
@@ -276,22 +275,6 @@ def versions() -> str:
         except importlib.metadata.PackageNotFoundError:
             found.append(f"{name} not installed")
     return ", ".join(found)
-
-
-def git_revision() -> str:
-    """The repository's commit, with '+ uncommitted changes' if the working tree differs from it."""
-    root = Path(__file__).resolve().parent.parent
-
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
-        return done.stdout.strip()
-
-    try:
-        commit = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return f"{commit} + uncommitted changes" if dirty else commit
 
 
 def load_average() -> str:

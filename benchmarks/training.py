@@ -62,17 +62,22 @@ class MatmulPeak(NamedTuple):
 
 
 def matmul_peak(
-    *, min_seconds: float = 0.05, start_size: int = 512, max_size: int = 16384, repeats: int = 5
+    *,
+    dtype=jnp.float32,
+    min_seconds: float = 0.05,
+    start_size: int = 512,
+    max_size: int = 16384,
+    repeats: int = 5,
 ) -> MatmulPeak:
-    """The float32 matmul rate of the default device at JAX's default precision, which the update
-    uses too (on GPUs this may be a TF32 rate): the smallest power-of-two n from
+    """The ``dtype`` matmul rate of the default device at JAX's default precision, which the update
+    uses too (for float32 on GPUs this may be a TF32 rate): the smallest power-of-two n from
     ``start_size`` whose product takes at least ``min_seconds``, so dispatch overhead is negligible."""
     product = jax.jit(jnp.matmul)
     size = start_size
     while True:
         keys = jax.random.split(jax.random.key(size))
-        a = jax.random.normal(keys[0], (size, size), jnp.float32)
-        b = jax.random.normal(keys[1], (size, size), jnp.float32)
+        a = jax.random.normal(keys[0], (size, size), dtype)
+        b = jax.random.normal(keys[1], (size, size), dtype)
         jax.block_until_ready(product(a, b))  # compile
         times = []
         for _ in range(repeats):

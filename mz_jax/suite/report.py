@@ -266,6 +266,30 @@ def _opponent_section(environments: dict[str, dict]) -> list[str]:
     return lines
 
 
+def normalised_final_scores(
+    finals: dict[str, list[float]], references: dict[str, aggregate.ReferenceScore]
+) -> tuple[list[str], np.ndarray] | None:
+    """The environments of ``finals`` (final returns by seed) that have runs, and their normalised
+    final returns ``[runs, environments]`` over the first seeds every one of them has; None if
+    none has runs. Every environment must have a reference score."""
+    tasks = [name for name in finals if finals[name]]
+    if not tasks:
+        return None
+    num_runs = min(len(finals[name]) for name in tasks)
+    scores = np.stack(
+        [
+            aggregate.normalize(
+                finals[name][:num_runs],
+                random=references[name].random,
+                reference=references[name].reference,
+            )
+            for name in tasks
+        ],
+        axis=1,
+    )
+    return tasks, scores
+
+
 def _aggregate_section(
     environments: dict[str, dict],
     complete: list[str],
@@ -282,22 +306,12 @@ def _aggregate_section(
     not_normalised = [name for name in complete if name not in references]
     finals = {name: final_returns(environments[name]) for name in normalised}
     without_runs = [name for name in normalised if not finals[name]]
-    tasks = [name for name in normalised if finals[name]]
-    if not tasks:
+    normalised_scores = normalised_final_scores(finals, references)
+    if normalised_scores is None:
         lines += ["No finished environment with a reference score: nothing to aggregate.", ""]
     else:
-        num_runs = min(len(finals[name]) for name in tasks)
-        scores = np.stack(
-            [
-                aggregate.normalize(
-                    finals[name][:num_runs],
-                    random=references[name].random,
-                    reference=references[name].reference,
-                )
-                for name in tasks
-            ],
-            axis=1,
-        )
+        tasks, scores = normalised_scores
+        num_runs = scores.shape[0]
         estimates = aggregate.aggregate_with_ci(
             scores, num_resamples=num_resamples, confidence=confidence, seed=seed
         )
