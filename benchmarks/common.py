@@ -3,6 +3,7 @@ the commit measured."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import platform
 import statistics
@@ -96,3 +97,14 @@ def git_revision() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     return f"{commit} + uncommitted changes" if dirty else commit
+
+
+def package_versions(names) -> dict[str, str | None]:
+    """The installed version of each package of ``names``, None for one that is not installed."""
+    found = {}
+    for name in names:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found

@@ -74,7 +74,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import importlib.metadata
 import json
 import math
 import os
@@ -82,7 +81,6 @@ import platform
 import shlex
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -97,7 +95,7 @@ import jax
 import jax.numpy as jnp
 import presets
 import training
-from common import format_table, git_revision, machine_description
+from common import format_table, git_revision, machine_description, median_seconds, package_versions
 
 from mz_jax.config.overrides import override
 from mz_jax.config.presets import load_preset
@@ -404,14 +402,11 @@ def time_network_search(
     start = time.perf_counter()
     compiled = run.lower(*args).compile()
     compile_seconds = time.perf_counter() - start
-    jax.block_until_ready(compiled(*args))  # warm-up
-    seconds = []
-    for i in range(repeats):
-        key = jax.random.key(3 + i)
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(params, key, *args[2:]))
-        seconds.append(time.perf_counter() - start)
-    return compile_seconds, statistics.median(seconds)
+    keys = iter(jax.random.split(jax.random.key(3), repeats + 1))  # a fresh key per call
+    seconds = median_seconds(
+        lambda: jax.block_until_ready(compiled(params, next(keys), *args[2:])), repeats=repeats
+    )
+    return compile_seconds, seconds
 
 
 SEARCH_HEADERS = [
@@ -640,13 +635,7 @@ def suite_part(
 
 
 def versions() -> dict[str, str | None]:
-    found = {"python": platform.python_version()}
-    for name in VERSIONS:
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            found[name] = None
-    return found
+    return {"python": platform.python_version(), **package_versions(VERSIONS)}
 
 
 def new_record(argv: list[str], settings: Settings, limit_s: float) -> dict:
@@ -727,12 +716,10 @@ def markdown_section(record: dict, tables: dict[str, tuple[list[str], list[list]
 def setup_commands() -> list[str]:
     """The command that downloads the carried wheels here, with this environment's versions, and
     the one that installs them on the GPU machine and runs this script there."""
-    pinned = []
-    for name in CARRIED:
-        try:
-            pinned.append(f"{name}=={importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            pinned.append(name)
+    pinned = [
+        name if version is None else f"{name}=={version}"
+        for name, version in package_versions(CARRIED).items()
+    ]
     platforms = " ".join(f"--platform {p}" for p in PLATFORMS)
     download = (
         f"python -m pip download --no-deps --only-binary=:all: --python-version 3.12 "

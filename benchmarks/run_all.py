@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import importlib.metadata
 import json
 import numbers
 import os
@@ -39,7 +38,7 @@ import results
 import search
 import selfplay
 import training
-from common import git_revision, machine_description, percent
+from common import git_revision, machine_description, package_versions, percent
 from investigations import loss_unroll
 
 from mz_jax import SearchConfig
@@ -269,11 +268,8 @@ QUICK_SECTIONS = ("loss", "search", "selfplay")
 
 def versions() -> str:
     found = [f"python {platform.python_version()}"]
-    for name in PACKAGES:
-        try:
-            found.append(f"{name} {importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            found.append(f"{name} not installed")
+    for name, version in package_versions(PACKAGES).items():
+        found.append(f"{name} {version or 'not installed'}")
     return ", ".join(found)
 
 

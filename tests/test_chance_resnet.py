@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _params import perturb
 from _xla import LEVEL_1
 
 from mz_jax.config.search import SearchConfig
@@ -363,8 +364,7 @@ def test_bfloat16_computes_what_float32_does_to_its_precision(built):
     network_16, _ = stochastic_resnet_network(
         **SMALL, predict_turn=True, projection_size=P, dtype=jnp.bfloat16
     )
-    rng = np.random.default_rng(1)
-    params = jax.tree.map(lambda x: x + 0.3 * rng.normal(size=x.shape).astype(np.float32), params)
+    params = perturb(params, seed=1)
     args = _inputs(4, seed=5)
     run = jax.jit(_run, static_argnums=0)
     outputs = {dtype: run(network, params, *args) for dtype, network in

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _params import perturb
 from _xla import LEVEL_1
 
 from mz_jax.config.overrides import override
@@ -42,10 +43,6 @@ def _batch(observation_shape, num_actions, batch=8, seed=0) -> Batch:
     )
 
 
-def _normal(rng, shape):
-    return rng.normal(size=shape).astype(np.float32)
-
-
 @pytest.mark.parametrize(
     "env, network",
     [
@@ -70,8 +67,7 @@ def test_the_bfloat16_loss_and_gradient_are_float32s_to_bfloat16s_precision(env,
         components = build(override(base, {"network.compute_dtype": dtype}))
         # XLA's RngBitGenerator: threefry compiles a sampler per parameter shape, slowly.
         params = components.init_params(jax.random.key(0, impl="rbg"))
-        noise = np.random.default_rng(1)
-        params = jax.tree.map(lambda x, n=noise: x + 0.3 * _normal(n, x.shape), params)
+        params = perturb(params, seed=1)
         env_spec = components.env
         batch = _batch(env_spec.observation_shape, env_spec.num_actions)
         loss_and_grad = jax.value_and_grad(components.loss_fn, has_aux=True)

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _params import perturb
 
 from mz_jax.networks import make_mlp_network, make_resnet_network, mlp_network, resnet_network
 from mz_jax.types import MuZeroNetwork
@@ -82,13 +83,6 @@ class Family(NamedTuple):
     recurrent: Any  # jit of network.recurrent_inference
 
 
-def _perturb(params, seed=3, scale=0.3):
-    rng = np.random.default_rng(seed)
-    return jax.tree.map(
-        lambda x: x + jnp.asarray(scale * rng.normal(size=x.shape), x.dtype), params
-    )
-
-
 def _family(name: str) -> Family:
     networks, params = _variants(name)
     network, params = networks["both"], params["both"]
@@ -99,7 +93,7 @@ def _family(name: str) -> Family:
         name=name,
         network=network,
         params=params,
-        perturbed=_perturb(params),
+        perturbed=perturb(params, seed=3),
         observation=observation,
         initial=jax.jit(network.initial_inference),
         recurrent=jax.jit(network.recurrent_inference),

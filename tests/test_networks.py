@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from _params import perturb
 from _xla import LEVEL_1
 
 from mz_jax.core import transforms
@@ -41,14 +42,6 @@ class Case(NamedTuple):
     grad: Any  # jit of (params, observation, action) -> grad of a scalar of ``step``
 
 
-def _perturb(params, seed, scale=0.3):
-    # numpy noise: jax.random would compile a sampler for every parameter shape.
-    rng = np.random.default_rng(seed)
-    return jax.tree.map(
-        lambda x: x + jnp.asarray(scale * rng.normal(size=x.shape), x.dtype), params
-    )
-
-
 def _weighted_sum(tree):
     """A fixed random linear functional of every leaf (weights are trace-time constants)."""
     rng = np.random.default_rng(0)
@@ -69,7 +62,7 @@ def _make_case(network, params, observation_shape, hidden_shape, batch=2) -> Cas
     return Case(
         network=network,
         params=params,
-        perturbed=_perturb(params, seed=7),
+        perturbed=perturb(params, seed=7),
         observation=observation,
         hidden_shape=hidden_shape,
         step=jax.jit(step),
@@ -388,7 +381,7 @@ def test_mlp_with_a_convolution_matches_a_numpy_reference():
     assert params["conv"]["kernel"].shape == (3, 3, 2, 6)
     # The representation reads the flattened convolution: H * W * conv_channels inputs.
     assert params["representation"]["layers"]["dense_0"]["kernel"].shape == (5 * 4 * 6, 16)
-    params = _perturb(params, seed=5)
+    params = perturb(params, seed=5)
     observation = jnp.asarray(np.random.default_rng(1).normal(size=(3, *shape)), jnp.float32)
     action = jnp.array([1, 2, 0], jnp.int32)
     out_0, hidden_0 = network.initial_inference(params, observation)
@@ -538,7 +531,7 @@ def test_bfloat16_computes_what_float32_does_to_its_precision(factory, kwargs):
     results = {}
     for dtype in (jnp.float32, jnp.bfloat16):
         network, params = factory(3, dtype=dtype, **common)
-        params = _perturb(params, seed=1)
+        params = perturb(params, seed=1)
         observation = np.random.default_rng(2).normal(size=(8, *kwargs["observation_shape"]))
         first, hidden = jax.jit(network.initial_inference)(params, jnp.asarray(observation))
         actions = jnp.arange(8) % NUM_ACTIONS
