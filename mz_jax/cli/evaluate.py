@@ -1,6 +1,7 @@
 """``mz-jax eval``: greedy evaluation of the newest good checkpoint of a training run (or of the
 checkpoint ``--step``), alone or against an opponent in a two-player game (a uniformly random
-player, the MCTS baseline ``mcts:N`` of :mod:`mz_jax.mcts.baseline`, or the agent itself)."""
+player, the MCTS baseline ``mcts:N`` of :mod:`mz_jax.mcts.baseline`, backgammon's pip-count
+heuristic ``pip_count`` of :mod:`mz_jax.envs.backgammon`, or the agent itself)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ def _parser() -> argparse.ArgumentParser:
         "--opponent",
         type=_opponent,
         default=None,
-        metavar="{random,mcts:N,self}",
-        help="two-player games: 'random', a uniformly random player (default), or 'mcts:N', MCTS "
-        "with N simulations and random rollouts on the true game (pgx games), the agent taking "
-        "each seat in half of the episodes; or 'self', the agent against itself",
+        metavar="{random,mcts:N,pip_count,self}",
+        help="two-player games: 'random', a uniformly random player (default), 'mcts:N', MCTS "
+        "with N simulations and random rollouts on the true game (pgx games), or 'pip_count', the "
+        "move that most improves the pip-count race (pgx:backgammon only), the agent taking each "
+        "seat in half of the episodes; or 'self', the agent against itself",
     )
     parser.add_argument(
         "--num-simulations",
@@ -98,15 +100,13 @@ def evaluate_run(argv: list[str]) -> int:
         # Checked before the (slower) restore; pgx and gymnax environments build in milliseconds.
         env = make_run_env(config)
         two_player = env.num_players == 2
-        if not two_player and args.opponent is not None:
-            raise CliError(
-                f"--opponent {args.opponent}: {config.env} is a single-player environment"
-            )
-        if args.opponent not in (None, "random", "self"):
-            try:  # mcts:N searches the true game: pgx games only
-                baseline.game_of(env, args.opponent)
+        if not two_player and args.opponent == "self":
+            raise CliError(f"--opponent self: {config.env} is a single-player environment")
+        if args.opponent not in (None, "self"):
+            try:
+                baseline.check_opponent_env(env, args.opponent, field="--opponent")
             except ValueError as error:
-                raise CliError(f"--opponent {args.opponent}: {error}") from None
+                raise CliError(str(error)) from None
         agent = Agent.restore(args.workdir, seed_index=args.seed_index, step=args.step)
         if args.num_simulations is not None:
             agent = agent.with_search(num_simulations=args.num_simulations)

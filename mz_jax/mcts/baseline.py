@@ -25,6 +25,10 @@ Signs follow the game, not an assumption of alternation: the reward of an edge i
 who moved, and the discount between a node and its child is +1 where the same player moves again,
 -1 where the other one does, and 0 once the game is over (a finished game has value 0 and pays
 nothing more). A stochastic game's chance outcomes are drawn once per expanded edge.
+
+The names of the evaluation opponents are read and checked here (:func:`parse_opponent`,
+:func:`check_opponent_env`): ``"random"``, ``"mcts:N"`` and ``"pip_count"``, the pip-count
+heuristic of pgx's backgammon (:mod:`mz_jax.envs.backgammon`).
 """
 
 from __future__ import annotations
@@ -41,8 +45,16 @@ from mz_jax.envs import Env
 from mz_jax.envs.pgx_adapter import PGX_PREFIX, pgx_game
 from mz_jax.types import Array
 
-ALLOWED_OPPONENTS = "'random' or 'mcts:N' with N an integer >= 1"
+ALLOWED_OPPONENTS = (
+    "'random' or 'mcts:N' with N an integer >= 1, or 'pip_count' (pgx:backgammon only)"
+)
 """What :func:`parse_opponent` accepts, for error messages."""
+
+PIP_COUNT = "pip_count"
+"""The pip-count heuristic of pgx's backgammon (:func:`mz_jax.envs.backgammon.pip_count_action`)."""
+
+PIP_COUNT_ENV = "pgx:backgammon"
+"""The one environment :data:`PIP_COUNT` plays."""
 
 DEFAULT_MAX_ROLLOUT_STEPS = 1000
 """A safety bound on a rollout's length: pgx's board games end sooner (connect four within 42 moves;
@@ -51,13 +63,14 @@ chess and shogi at a limit of 512, go 19x19 of 722); a rollout cut there counts 
 
 
 def parse_opponent(opponent: str) -> int | None:
-    """The number of simulations N of the opponent ``"mcts:N"``, or None for ``"random"``.
+    """The number of simulations N of the opponent ``"mcts:N"``; None for ``"random"`` and
+    ``"pip_count"``.
 
     Raises:
       ValueError: for anything else, naming the value and what is allowed.
     """
     if isinstance(opponent, str):
-        if opponent == "random":
+        if opponent in ("random", PIP_COUNT):
             return None
         match = re.fullmatch(r"mcts:([0-9]+)", opponent)
         if match and int(match.group(1)) >= 1:
@@ -96,6 +109,42 @@ def outcome_counts(episode_return: Any, completed: Any) -> dict[str, dict[str, i
             "unfinished": int(np.sum(rows & ~done)),
         }
     return counts
+
+
+def check_opponent_env(env: Env, opponent: str, *, field: str = "opponent") -> None:
+    """Checks that the opponent ``opponent`` can play in ``env``.
+
+    ``"random"`` plays any two-player environment, ``"mcts:N"`` a two-player pgx game (it searches
+    the true game, :func:`game_of`), ``"pip_count"`` :data:`PIP_COUNT_ENV` alone.
+
+    Args:
+      env: the environment the agent plays in.
+      opponent: the opponent's name.
+      field: how error messages name the setting that holds ``opponent`` (``"--opponent"``).
+
+    Raises:
+      ValueError: one line starting ``f"{field} {opponent!r}"``, naming the environment and what
+        the opponent needs.
+    """
+    try:
+        parse_opponent(opponent)
+    except ValueError:
+        raise ValueError(f"{field} {opponent!r} is invalid: allowed {ALLOWED_OPPONENTS}") from None
+    if env.num_players != 2:
+        raise ValueError(
+            f"{field} {opponent!r}: {env.name} is a single-player environment; an opponent needs "
+            "a two-player game"
+        )
+    if opponent == PIP_COUNT and env.name != PIP_COUNT_ENV:
+        raise ValueError(
+            f"{field} {opponent!r}: the pip-count heuristic plays {PIP_COUNT_ENV} only, not "
+            f"{env.name}"
+        )
+    if opponent not in ("random", PIP_COUNT) and not env.name.startswith(PGX_PREFIX):
+        raise ValueError(
+            f"{field} {opponent!r}: it searches the true game, so it needs a two-player pgx game "
+            f"('pgx:<id>'), and {env.name} is not one"
+        )
 
 
 def game_of(env: Env, opponent: str) -> Any:

@@ -216,9 +216,10 @@ class Agent:
           max_steps: environment steps each episode may last; default ``config.eval_max_steps``
             (with ``config.action_repeat`` > 1, ``ceil(max_steps / action_repeat)`` decisions).
           opponent: None (single-player, or self-play in a two-player game), ``"random"`` (a
-            uniformly random legal player) or ``"mcts:N"`` (the MCTS baseline with N simulations on
-            the true game, :mod:`mz_jax.mcts.baseline`; pgx games only); the agent moves first in the
-            first half of the episodes.
+            uniformly random legal player), ``"mcts:N"`` (the MCTS baseline with N simulations on
+            the true game, :mod:`mz_jax.mcts.baseline`; pgx games only) or ``"pip_count"`` (the
+            pip-count heuristic, :mod:`mz_jax.envs.backgammon`; ``pgx:backgammon`` only); the agent
+            moves first in the first half of the episodes.
 
         Returns:
           :class:`mz_jax.training.evaluate.EvalResult` with leaves ``[num_episodes]``.
@@ -229,7 +230,7 @@ class Agent:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be an integer >= 1; got {max_steps!r}")
         if opponent is not None:
-            baseline.parse_opponent(opponent)  # a clear error before anything compiles
+            baseline.check_opponent_env(self.env, opponent)  # a clear error before compiling
         signature = (num_episodes, max_steps, opponent)
         if signature not in self._evaluators:
             self._evaluators[signature] = jax.jit(

@@ -40,10 +40,11 @@ def check_opponent(entry: OpponentEntry, *, where: str | None = None) -> None:
       where: how error messages name the entry; default its environment.
 
     Raises:
-      ValueError: an opponent :func:`mz_jax.mcts.baseline.parse_opponent` refuses, an opponent for a
-        single-player environment, ``mcts:N`` for a game that is not pgx's, or
-        ``opponent_episodes`` other than an integer >= 2 (a game in each seat), each naming the
-        field, its value and what is allowed.
+      ValueError: an opponent :func:`mz_jax.mcts.baseline.parse_opponent` refuses, an opponent that
+        cannot play the entry's environment (:func:`mz_jax.mcts.baseline.check_opponent_env`: a
+        single-player environment, ``mcts:N`` for a game that is not pgx's, ``pip_count`` for
+        another game than ``pgx:backgammon``), or ``opponent_episodes`` other than an integer >= 2
+        (a game in each seat), each naming the field, its value and what is allowed.
     """
     if entry.opponent is None:
         return
@@ -62,16 +63,7 @@ def check_opponent(entry: OpponentEntry, *, where: str | None = None) -> None:
             "(games per seed, half of them moving first)"
         )
     env = make_env(entry.env)  # an unknown name fails here, listing close matches
-    if env.num_players != 2:
-        raise ValueError(
-            f"{where}: 'opponent' = {entry.opponent!r}: {entry.env} is a single-player "
-            "environment; an opponent needs a two-player game"
-        )
-    if entry.opponent != "random":
-        try:  # mcts:N searches the true game: pgx games only
-            baseline.game_of(env, entry.opponent)
-        except ValueError as error:
-            raise ValueError(f"{where}: 'opponent' = {entry.opponent!r}: {error}") from None
+    baseline.check_opponent_env(env, entry.opponent, field=f"{where}: 'opponent' =")
 
 
 def _has_opponent_results(row: dict, entry: OpponentEntry) -> bool:

@@ -33,7 +33,7 @@ opponent::
     [[environment]]
     env = "pgx:tic_tac_toe"
     preset = "tic_tac_toe"
-    opponent = "mcts:1000"           # 'random' or 'mcts:N' (pgx games); two-player games only
+    opponent = "mcts:1000"           # 'random', 'mcts:N' (pgx games) or 'pip_count' (backgammon)
     opponent_episodes = 200          # games per seed, half of them moving first; default 200
 """
 
@@ -70,8 +70,9 @@ class SuiteEntry(NamedTuple):
       overrides: field values replacing the preset's (dotted names for nested fields, e.g.
         ``"search.num_simulations"``).
       opponent: two-player games: who each seed's final agent plays after training, ``"random"``
-        (a uniformly random player) or ``"mcts:N"`` (:mod:`mz_jax.mcts.baseline`, pgx games only);
-        None: no such games.
+        (a uniformly random player), ``"mcts:N"`` (:mod:`mz_jax.mcts.baseline`, pgx games only) or
+        ``"pip_count"`` (:mod:`mz_jax.envs.backgammon`, ``pgx:backgammon`` only); None: no such
+        games.
       opponent_episodes: the games against ``opponent`` per seed, >= 2; the agent moves first in
         the first ``(opponent_episodes + 1) // 2`` and second in the others.
     """
@@ -168,7 +169,7 @@ def load_suite(suite: str | Path) -> tuple[SuiteEntry, ...]:
         if "opponent_episodes" in item and entry.opponent is None:
             raise ValueError(
                 f"{where}: 'opponent_episodes' = {entry.opponent_episodes!r} without an "
-                "'opponent': name the opponent ('random' or 'mcts:N') or leave both out"
+                "'opponent': name the opponent ('random', 'mcts:N' or 'pip_count') or leave both out"
             )
         check_opponent(entry, where=where)
         entries.append(entry)

@@ -1,8 +1,9 @@
 """Greedy evaluation, compiled: one episode in each of N environments, alone or against an opponent.
 
 The agent searches without root noise and plays the most visited (or best) action; in a two-player
-game it meets a uniformly random player or the MCTS baseline on the true game
-(:mod:`mz_jax.mcts.baseline`), in each seat for half of the episodes. The steps run in one
+game it meets a uniformly random player, the MCTS baseline on the true game
+(:mod:`mz_jax.mcts.baseline`) or, in backgammon, the pip-count heuristic
+(:mod:`mz_jax.envs.backgammon`), in each seat for half of the episodes. The steps run in one
 ``lax.while_loop`` that stops once every episode has ended.
 """
 
@@ -49,17 +50,22 @@ def evaluate(
     """Greedy play (no root noise, argmax action) of one episode in each of ``num_episodes`` envs.
 
     Args:
-      opponent: None for self-play (single-player environments), ``"random"`` or ``"mcts:N"``: in a
-        two-player game the agent meets a uniformly random legal player, or the MCTS baseline with
-        N simulations on the true game (:mod:`mz_jax.mcts.baseline`, pgx games only), moving first in
-        the first half of the episodes and second in the other half.
+      opponent: None for self-play (single-player environments), ``"random"``, ``"mcts:N"`` or
+        ``"pip_count"``: in a two-player game the agent meets a uniformly random legal player, the
+        MCTS baseline with N simulations on the true game (:mod:`mz_jax.mcts.baseline`, pgx games
+        only), or the pip-count heuristic (:mod:`mz_jax.envs.backgammon`, ``pgx:backgammon``
+        only), moving first in the first half of the episodes and second in the other half.
+
+    Raises:
+      ValueError: an opponent that cannot play ``env``
+        (:func:`mz_jax.mcts.baseline.check_opponent_env`).
     """
+    if opponent is not None:
+        baseline.check_opponent_env(env, opponent)
     num_simulations = None if opponent is None else baseline.parse_opponent(opponent)
-    if opponent is not None and env.num_players != 2:
-        raise ValueError(
-            f"opponent={opponent!r} needs a two-player environment; {env.name} has one"
-        )
     game = None if num_simulations is None else baseline.game_of(env, opponent)
+    if opponent == baseline.PIP_COUNT:
+        from mz_jax.envs.backgammon import pip_count_action  # pgx, imported where it plays
     reset_key, loop_key = jax.random.split(key)
     env_state, timestep = jax.vmap(env.reset)(jax.random.split(reset_key, num_episodes))
     moves_first = jnp.arange(num_episodes) < (num_episodes + 1) // 2
@@ -84,6 +90,9 @@ def evaluate(
                 random_key, jnp.where(timestep.legal_action_mask, 0.0, -jnp.inf)
             ).astype(jnp.int32)
             action = jnp.where(timestep.player == agent_id, action, random_action)
+        elif opponent == baseline.PIP_COUNT:
+            heuristic_action = pip_count_action(env_state.backend)
+            action = jnp.where(timestep.player == agent_id, action, heuristic_action)
         elif num_simulations is not None:
             baseline_action = baseline.mcts_action(
                 random_key,
