@@ -499,10 +499,12 @@ def smoke_suite_file(suite_file: Path, settings: Settings, folder: Path, env: st
     return path
 
 
-def run_until(command: list[str], budget: Budget, log_path: Path) -> tuple[int, bool]:
-    """Runs ``command`` (its output to stderr and ``log_path``) until it exits or ``budget`` is
-    spent, then sends it one SIGINT (a second would stop it without saving) and waits for it to
-    save; returns (exit status, whether it was stopped)."""
+def run_until(
+    command: list[str], budget: Budget, log_path: Path, *, label: str = "suite"
+) -> tuple[int, bool]:
+    """Runs ``command`` (its output to stderr, each line after ``label |``, and to ``log_path``)
+    until it exits or ``budget`` is spent, then sends it one SIGINT (a second would stop it without
+    saving) and waits for it to save; returns (exit status, whether it was stopped)."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
@@ -522,7 +524,7 @@ def run_until(command: list[str], budget: Budget, log_path: Path) -> tuple[int, 
         with open(log_path, "a") as file:
             for line in child.stdout:
                 file.write(line)
-                log(f"  suite | {line.rstrip()}")
+                log(f"  {label} | {line.rstrip()}")
 
     reader = threading.Thread(target=copy_output, daemon=True)
     reader.start()
@@ -531,12 +533,12 @@ def run_until(command: list[str], budget: Budget, log_path: Path) -> tuple[int, 
         child.wait(timeout=max(budget.left(), 0.0))
     except (subprocess.TimeoutExpired, KeyboardInterrupt) as reason:
         stopped = True
-        log("  suite: time is up: SIGINT, waiting for its checkpoint")
+        log(f"  {label}: time is up: SIGINT, waiting for its checkpoint")
         child.send_signal(signal.SIGINT)
         try:
             child.wait(timeout=SUITE_GRACE_S)
         except subprocess.TimeoutExpired:
-            log(f"  suite: not done {SUITE_GRACE_S:.0f} s after SIGINT: killed")
+            log(f"  {label}: not done {SUITE_GRACE_S:.0f} s after SIGINT: killed")
             child.kill()
             child.wait()
         reader.join(timeout=5)
@@ -638,12 +640,13 @@ def versions() -> dict[str, str | None]:
     return {"python": platform.python_version(), **package_versions(VERSIONS)}
 
 
-def new_record(argv: list[str], settings: Settings, limit_s: float) -> dict:
+def new_record(argv: list[str], smoke: bool, limit_s: float, *, script: str = "gpu.py") -> dict:
+    """A run's record: when, the command, the device and machine, the commit and versions."""
     device = jax.devices()[0]
     return {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": shlex.join(["python", "benchmarks/gpu.py", *argv]),
-        "smoke": settings.smoke,
+        "command": shlex.join(["python", f"benchmarks/{script}", *argv]),
+        "smoke": smoke,
         "limit_s": limit_s,
         "device": {
             "kind": device.device_kind,
@@ -713,9 +716,9 @@ def markdown_section(record: dict, tables: dict[str, tuple[list[str], list[list]
     return "\n".join(lines) + "\n"
 
 
-def setup_commands() -> list[str]:
+def setup_commands(lease_command: str = LEASE_COMMAND) -> list[str]:
     """The command that downloads the carried wheels here, with this environment's versions, and
-    the one that installs them on the GPU machine and runs this script there."""
+    the one that installs them on the GPU machine and runs ``lease_command`` there."""
     pinned = [
         name if version is None else f"{name}=={version}"
         for name, version in package_versions(CARRIED).items()
@@ -729,7 +732,7 @@ def setup_commands() -> list[str]:
         f"python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "
         f"/tmp/site {WHEEL_DIR}/*.whl && export PYTHONPATH=/tmp/site:$PWD"
     )
-    return [download, f"{install} && {LEASE_COMMAND}"]
+    return [download, f"{install} && {lease_command}"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -846,7 +849,7 @@ def main(argv: list[str] | None = None) -> int:
         args.suite_workdir = args.out_dir / "minatar_suite"
     results_path = args.out_dir / RESULTS_FILE
     runs = earlier_runs(results_path)
-    record = new_record(argv, settings, args.limit_s)
+    record = new_record(argv, settings.smoke, args.limit_s)
     tables: dict[str, tuple[list[str], list[list]]] = {}
 
     def save() -> None:

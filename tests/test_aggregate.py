@@ -260,3 +260,32 @@ def test_bootstrap_errors():
         aggregate.stratified_bootstrap_ci(scores, aggregate.aggregate_mean, num_resamples=0)
     with pytest.raises(ValueError, match="seed"):
         aggregate.stratified_resamples(scores, num_resamples=10, seed=1.5)
+
+
+def test_wilson_interval_matches_published_values():
+    # Wilson score intervals at 95% (Newcombe, 1998, Table I: 81 of 263 -> 0.2553-0.3662; 15 of
+    # 148 -> 0.0624-0.1605; 0 of 20 -> 0-0.1611; 1 of 29 -> 0.0061-0.1718).
+    for wins, games, low, high in (
+        (81, 263, 0.2553, 0.3662),
+        (15, 148, 0.0624, 0.1605),
+        (0, 20, 0.0, 0.1611),
+        (1, 29, 0.0061, 0.1718),
+    ):
+        interval = aggregate.wilson_interval(wins, games)
+        np.testing.assert_allclose(interval, (low, high), atol=6e-5)
+    # n of n mirrors 0 of n.
+    low, high = aggregate.wilson_interval(20, 20)
+    assert high == 1.0 and low == pytest.approx(1 - 0.1611, abs=6e-5)
+    # Wider at 99% than at 95%.
+    assert (
+        aggregate.wilson_interval(5, 10, confidence=0.99)[0] < aggregate.wilson_interval(5, 10)[0]
+    )
+
+
+@pytest.mark.parametrize("args", [(-1, 10), (11, 10), (0, 0), (1.0, 10), (True, 10), (1, 10, 1.0)])
+def test_wilson_interval_refuses_impossible_counts(args):
+    wins, games, *confidence = args
+    with pytest.raises(ValueError):
+        aggregate.wilson_interval(
+            wins, games, **({"confidence": confidence[0]} if confidence else {})
+        )

@@ -22,13 +22,16 @@ from mz_jax.training.train import make_train
 PRESETS = (
     "acrobot",
     "backgammon",
+    "backgammon_gpu",
     "breakout_minatar",
     "breakout_minatar_mlp",
     "cartpole",
     "cartpole_sample_efficient",
     "catch",
     "connect_four",
+    "connect_four_gpu",
     "game_2048",
+    "game_2048_gpu",
     "minatar_gpu",
     "mountaincar",
     "tic_tac_toe",
@@ -280,6 +283,9 @@ def test_presets():
         "minatar_gpu": "gymnax:Breakout-MinAtar",
         "game_2048": "pgx:2048",
         "backgammon": "pgx:backgammon",
+        "connect_four_gpu": "pgx:connect_four",
+        "backgammon_gpu": "pgx:backgammon",
+        "game_2048_gpu": "pgx:2048",
     }
     for name, env in expected_env.items():
         config = load_preset(name)

@@ -8,8 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import gpu
 
@@ -18,14 +16,13 @@ def finite(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
+def run_smoke(tmp_path_factory):
     """One smoke run of every part: (exit status, out dir)."""
     out_dir = tmp_path_factory.mktemp("gpu_smoke")
     return gpu.main(["--smoke", "--out-dir", str(out_dir)]), out_dir
 
 
-def test_every_part_finishes(smoke_run):
+def check_every_part_finishes(smoke_run):
     status, out_dir = smoke_run
     run = json.loads((out_dir / "results.json").read_text())["runs"][-1]
     assert {name: part["status"] for name, part in run["parts"].items()} == {
@@ -34,7 +31,7 @@ def test_every_part_finishes(smoke_run):
     assert status == 0
 
 
-def test_results_hold_every_key_with_a_number(smoke_run):
+def check_results_hold_every_key_with_a_number(smoke_run):
     _, out_dir = smoke_run
     results = json.loads((out_dir / "results.json").read_text())
     assert len(results["runs"]) == 1
@@ -62,7 +59,7 @@ def test_results_hold_every_key_with_a_number(smoke_run):
     assert suite["games_done"] == suite["games"] == 1 and suite["stopped"] is False
 
 
-def test_rows_of_each_part_are_recorded(smoke_run):
+def check_rows_of_each_part_are_recorded(smoke_run):
     _, out_dir = smoke_run
     rows = json.loads((out_dir / "results.json").read_text())["runs"][0]["rows"]
     assert [row["dtype"] for row in rows["matmul"]] == ["bfloat16", "float32"]
@@ -73,7 +70,7 @@ def test_rows_of_each_part_are_recorded(smoke_run):
     assert rows["suite"][0]["games done"] == "1/1"
 
 
-def test_the_markdown_section_names_the_date_the_device_and_each_table(smoke_run):
+def check_the_markdown_section_names_the_date_the_device_and_each_table(smoke_run):
     _, out_dir = smoke_run
     run = json.loads((out_dir / "results.json").read_text())["runs"][0]
     text = (out_dir / "RESULTS-gpu-section.md").read_text()
@@ -84,7 +81,7 @@ def test_the_markdown_section_names_the_date_the_device_and_each_table(smoke_run
     assert "env steps/s" in text and "| suite" in text and "IQM" in text
 
 
-def test_suite_report_is_copied_next_to_the_results(smoke_run):
+def check_suite_report_is_copied_next_to_the_results(smoke_run):
     _, out_dir = smoke_run
     copied = json.loads((out_dir / "minatar_suite_results.json").read_text())
     assert list(copied["environments"]) == ["gymnax:Breakout-MinAtar"]  # the preset's game
@@ -127,3 +124,13 @@ def test_a_child_past_its_time_gets_one_sigint_and_may_save(tmp_path):
     code, stopped = gpu.run_until([sys.executable, "-c", child], budget, tmp_path / "log")
     assert (code, stopped) == (75, True)
     assert (tmp_path / "log").read_text() == "training\nsaved\n"
+
+
+def test_smoke_run(tmp_path_factory):
+    """One smoke run (its checks above, in one test so that parallel workers do not each run it)."""
+    smoke_run = run_smoke(tmp_path_factory)
+    check_every_part_finishes(smoke_run)
+    check_results_hold_every_key_with_a_number(smoke_run)
+    check_rows_of_each_part_are_recorded(smoke_run)
+    check_the_markdown_section_names_the_date_the_device_and_each_table(smoke_run)
+    check_suite_report_is_copied_next_to_the_results(smoke_run)

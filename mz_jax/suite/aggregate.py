@@ -26,6 +26,7 @@ import json
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -337,3 +338,42 @@ def aggregate_with_ci(
         )
         estimates[name] = Estimate(value=float(statistic(array)), low=low, high=high)
     return estimates
+
+
+# ---------------------------------------------------------------------------------------------------
+# Games won.
+
+
+def wilson_interval(
+    successes: int, trials: int, *, confidence: float = 0.95
+) -> tuple[float, float]:
+    """The Wilson score interval of a proportion: ``successes`` of ``trials`` games won.
+
+    With p = successes / trials, n = trials and z the standard normal quantile of
+    ``(1 + confidence) / 2``::
+
+        (p + z^2 / 2n -+ z sqrt(p (1 - p) / n + z^2 / 4n^2)) / (1 + z^2 / n)
+
+    (Wilson, 1927). Unlike the normal approximation it stays inside [0, 1] and is not empty at 0 or
+    n successes, which is where a strong agent's counts lie.
+
+    Raises:
+      ValueError: unless ``0 <= successes <= trials``, ``trials >= 1`` (integers) and
+        ``0 < confidence < 1``.
+    """
+    for name, value in (("successes", successes), ("trials", trials)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(f"{name} must be an int, got {value!r}.")
+    if not 0 <= successes <= trials or trials < 1:
+        raise ValueError(
+            f"successes = {successes}, trials = {trials}: allowed 0 <= successes <= trials, "
+            "trials >= 1."
+        )
+    if isinstance(confidence, bool) or not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
+    z = NormalDist().inv_cdf((1.0 + confidence) / 2.0)
+    n, p = float(trials), successes / trials
+    centre = p + z * z / (2 * n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    scale = 1 + z * z / n
+    return float(max((centre - half) / scale, 0.0)), float(min((centre + half) / scale, 1.0))
