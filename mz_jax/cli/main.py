@@ -277,11 +277,18 @@ def _export(argv: list[str]) -> int:
 
 def _envs(argv: list[str]) -> int:
     argparse.ArgumentParser(
-        prog=f"{PROG} envs", description="List the supported environment names."
+        prog=f"{PROG} envs",
+        description="List the supported environment names, and how to name a gymnasium one.",
     ).parse_args(argv)
     from mz_jax.envs import list_envs
 
     print("\n".join(list_envs()))
+    print(
+        "# and Python environments, stepped on the host: gymnasium:<id> for any id of gymnasium's "
+        "registry (python -c 'import gymnasium; gymnasium.pprint_registry()' lists them), "
+        "gymnasium:<module>:<id> for one that importing <module> registers",
+        file=sys.stderr,  # stdout holds names only, for scripts
+    )
     return 0
 
 

@@ -30,7 +30,8 @@ class TrainConfig:
     """
 
     env: str = "gymnax:CartPole-v1"
-    """Environment name, 'gymnax:<id>' or 'pgx:<id>' (see `mz-jax envs`)."""
+    """Environment name: 'gymnax:<id>', 'pgx:<id>', or 'gymnasium:<id>' stepped in Python (see `mz-jax
+    envs`)."""
     max_episode_steps: int | None = None
     """Time limit in environment steps (truncation); None keeps the environment's own."""
     action_repeat: int = 1

@@ -16,6 +16,9 @@ Names are ``"gymnax:<id>"`` (every discrete-action gymnax environment), ``"pgx:<
 single-player or two-player pgx game), ``"toy:<id>"`` (small ones of our own with known optimal
 policies, :mod:`~mz_jax.envs.toy`: ``toy:gamble``), or a name given to :func:`register_env` (by
 convention ``"custom:<id>"``) for an environment of your own; :func:`list_envs` gives them all.
+``"gymnasium:<id>"`` (and ``"gymnasium:<module>:<id>"``) makes a Python environment of gymnasium's
+registry, stepped on the host through callbacks (:mod:`~mz_jax.envs.host`); those ids are
+gymnasium's to list.
 
 Backend notes:
   * gymnax (>= 1.0): the time limit is ``params.max_steps_in_episode`` (override it with
@@ -61,11 +64,13 @@ from typing import Any
 
 from mz_jax.envs.base import Env, EnvState, Reflection, TimeStep
 from mz_jax.envs.gymnax_adapter import GYMNAX_PREFIX, gymnax_catalog, gymnax_ids, make_gymnax
+from mz_jax.envs.host import GYMNASIUM_PREFIX, make_gymnasium
 from mz_jax.envs.pgx_adapter import MORE_THAN_TWO_PLAYERS, PGX_PREFIX, make_pgx, pgx_ids
 from mz_jax.envs.toy import TOY_ENVS, TOY_PREFIX
 from mz_jax.envs.wrappers import repeat_action
 
 __all__ = [
+    "GYMNASIUM_PREFIX",
     "GYMNAX_PREFIX",
     "PGX_PREFIX",
     "TOY_PREFIX",
@@ -86,7 +91,7 @@ _REGISTERED: dict[str, Callable[..., Env]] = {}
 
 
 def make_env(name: str, *, max_episode_steps: int | None = None, **kwargs: Any) -> Env:
-    """Makes the environment ``name`` (``"gymnax:<id>"`` or ``"pgx:<id>"``).
+    """Makes the environment ``name`` (``"gymnax:<id>"``, ``"pgx:<id>"``, ``"gymnasium:<id>"``, ...).
 
     Args:
       name: one of :func:`list_envs`.
@@ -94,14 +99,15 @@ def make_env(name: str, *, max_episode_steps: int | None = None, **kwargs: Any) 
         ``params.max_steps_in_episode``; for pgx (which has none) it adds one. None keeps the
         backend's own (none for pgx).
       **kwargs: passed to the gymnax environment's constructor (e.g. ``size=10`` for
-        ``DeepSea-bsuite``); pgx games take none.
+        ``DeepSea-bsuite``) or to ``gymnasium.make``; pgx games take none.
 
     Returns:
       The :class:`Env`.
 
     Raises:
       ValueError: for an unknown name (the message lists close matches first), a continuous-action
-        gymnax environment, a pgx game with more than two players, or bad arguments.
+        gymnax environment, a pgx game with more than two players, a gymnasium environment whose
+        spaces the agent cannot drive or whose module fails to import, or bad arguments.
     """
     if not isinstance(name, str):
         raise ValueError(f"name must be a str like 'gymnax:CartPole-v1', got {name!r}.")
@@ -132,6 +138,8 @@ def make_env(name: str, *, max_episode_steps: int | None = None, **kwargs: Any) 
                     f"pgx games take no keyword arguments, got {sorted(kwargs)} for {name!r}."
                 )
             return make_pgx(env_id, max_episode_steps)
+    elif name.startswith(GYMNASIUM_PREFIX):
+        return make_gymnasium(name[len(GYMNASIUM_PREFIX) :], max_episode_steps, kwargs)
     elif name.startswith(TOY_PREFIX):
         env_id = name[len(TOY_PREFIX) :]
         if env_id in TOY_ENVS:
@@ -170,7 +178,7 @@ def register_env(name: str, factory: Callable[..., Env]) -> None:
         where the largest |reward| of a transition is known; None leaves the supports to be set by
         hand).
     """
-    reserved = (GYMNAX_PREFIX, PGX_PREFIX, TOY_PREFIX)
+    reserved = (GYMNAX_PREFIX, PGX_PREFIX, TOY_PREFIX, GYMNASIUM_PREFIX)
     if not isinstance(name, str) or not name or name.startswith(reserved):
         raise ValueError(
             f"a registered name must be a non-empty str not starting with {', '.join(reserved)} "

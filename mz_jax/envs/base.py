@@ -109,6 +109,9 @@ class Env:
         Keyword-only.
       reflection: a mirror symmetry of the environment (:class:`Reflection`), or None where it
         has none or none is written down. Keyword-only.
+      host: for an environment stepped in Python through callbacks (:mod:`mz_jax.envs.host`), the
+        host side that holds its environments, whose state no checkpoint holds; None for JAX
+        environments. Keyword-only.
       reset: ``reset(key) -> (EnvState, TimeStep)``, the start of an episode.
       step: ``step(key, state, action) -> (EnvState, TimeStep)`` with ``action`` an int32 scalar; when
         the transition ends the episode, the returned state and observation already belong to a
@@ -128,6 +131,7 @@ class Env:
         default=None, kw_only=True, repr=False
     )
     reflection: Reflection | None = dataclasses.field(default=None, kw_only=True, repr=False)
+    host: Any = dataclasses.field(default=None, kw_only=True, repr=False, compare=False)
     reset: Callable[[Array], tuple[EnvState, TimeStep]] = dataclasses.field(repr=False)
     step: Callable[[Array, EnvState, Array], tuple[EnvState, TimeStep]] = dataclasses.field(
         repr=False

@@ -32,6 +32,7 @@ import numpy as np
 
 from mz_jax.config.overrides import config_to_dict
 from mz_jax.config.train import TrainConfig
+from mz_jax.envs.host import host_failures
 from mz_jax.run import checkpoint as checkpoint_lib
 from mz_jax.run import metrics as metrics_lib
 from mz_jax.run.logger import MetricsLogger, Progress
@@ -98,7 +99,9 @@ def run_training(
     Raises:
       ValueError: a configuration that does not fit the devices, an unknown environment, or one that
         differs from the workdir's (all before anything is compiled; the first two before anything
-        is written).
+        is written); an environment stepped on the host that raised
+        (:class:`mz_jax.envs.host.HostEnvError`, naming it and the step; nothing is saved after
+        it).
       OSError: an unwritable or full workdir, at the start or on the way
         (:class:`mz_jax.run.checkpoint.CheckpointSaveError`, :class:`mz_jax.run.logger.MetricsWriteError`);
         the newest complete checkpoint is intact and the same call resumes from it.
@@ -111,6 +114,17 @@ def run_training(
     workdir = Path(workdir)
     # Checks the devices and the environment (compiling nothing) before anything is written.
     trainer = make_train(config)
+    with host_failures():  # an environment stepped on the host that fails: its own error
+        return _run_training(config, trainer, workdir, allow_config_change, max_iterations)
+
+
+def _run_training(
+    config: TrainConfig,
+    trainer: Trainer,
+    workdir: Path,
+    allow_config_change: bool,
+    max_iterations: int | None,
+) -> dict:
     start = start_run(config, trainer, workdir, allow_config_change)
     if start.finished:
         start.checkpointer.close()

@@ -178,6 +178,9 @@ def start_run(
                 print_header(config, trainer)
         if restored is None:
             state = trainer.init(config.seed)
+        elif trainer.env.host is not None and not finished:
+            # Its environments live in the process that saved the checkpoint: new episodes.
+            state = trainer.restart_actors(state)
     except BaseException:
         if checkpointer is not None:
             checkpointer.close()

@@ -29,7 +29,7 @@ from mz_jax.training import actor as actor_lib
 from mz_jax.training import evaluate as evaluate_lib
 from mz_jax.training import iteration as iteration_lib
 from mz_jax.training import replay as replay_lib
-from mz_jax.training.build import Components, build
+from mz_jax.training.build import Components, build, make_run_env
 from mz_jax.training.iteration import AXIS, IterationMetrics, RunState
 from mz_jax.types import Array, MuZeroNetwork, Params
 
@@ -53,6 +53,10 @@ class Trainer:
       abstract_state: the run state's shapes, dtypes and shardings (``jax.ShapeDtypeStruct``
         leaves), e.g. to restore a checkpoint onto the mesh.
       bytes_per_transition: replay memory per stored transition.
+      restart_actors: ``restart_actors(state) -> state`` with every self-play environment reset
+        (keys from the run's key and iteration): how a resumed run of an environment stepped on
+        the host (:mod:`mz_jax.envs.host`), whose environments no checkpoint holds, starts new
+        episodes; the parameters, optimiser, replay and counters are kept.
 
     With ``config.num_seeds = S > 1`` the run state holds S independent runs, seeds ``seed`` to
     ``seed + S - 1``: ``init(seed)`` gives every leaf a leading axis ``[S]``, ``step`` advances all of
@@ -71,6 +75,7 @@ class Trainer:
     state_specs: Any
     abstract_state: Any
     bytes_per_transition: int
+    restart_actors: Callable[[RunState], RunState]
 
     @property
     def config(self) -> TrainConfig:
@@ -216,7 +221,9 @@ def make_train(config: TrainConfig | Components, *, devices: list | None = None)
     )
     evaluate = functools.partial(
         evaluate_lib.evaluate,
-        env=components.env,
+        # An environment stepped on the host evaluates in environments of its own (its reset
+        # replaces the environments of the last reset of the same batch shape).
+        env=make_run_env(config) if components.env.host is not None else components.env,
         network=components.network,
         search_config=components.search_config,
         num_episodes=config.eval_episodes,
@@ -226,7 +233,7 @@ def make_train(config: TrainConfig | Components, *, devices: list | None = None)
     return Trainer(
         components=components,
         mesh=mesh,
-        init=jax.jit(run_init(components), out_shardings=shardings),
+        init=_jit_placed(run_init(components), shardings, on_host=components.env.host is not None),
         step=step,
         compile_step=lambda state: step.lower(state).compile(),
         evaluate=jax.jit(jax.vmap(evaluate) if num_seeds > 1 else evaluate),
@@ -236,7 +243,38 @@ def make_train(config: TrainConfig | Components, *, devices: list | None = None)
         bytes_per_transition=replay_lib.bytes_per_transition(
             actor_lib.transition_spec(components.env)
         ),
+        restart_actors=_jit_placed(
+            _restart_actors(components), shardings, on_host=components.env.host is not None
+        ),
     )
+
+
+def _jit_placed(fn: Callable, shardings: Any, *, on_host: bool) -> Callable:
+    """``fn`` compiled with its outputs placed by ``shardings``. An environment stepped on the host
+    resets in one callback on one device, so its program is compiled for one device and its
+    outputs are then moved (sharding the callback's results inside the program would replicate
+    them first, which XLA warns of)."""
+    if not on_host:
+        return jax.jit(fn, out_shardings=shardings)
+    compiled = jax.jit(fn)
+    return lambda *args: jax.device_put(compiled(*args), shardings)
+
+
+def _restart_actors(components: Components) -> Callable[[RunState], RunState]:
+    """``restart(state)``: the state with new self-play environments (see ``Trainer``)."""
+    acting = components.acting
+
+    def restart(state: RunState) -> RunState:
+        key = jax.random.fold_in(jax.random.fold_in(state.key, 1), state.iteration)
+        actor = actor_lib.init_actor(
+            components.env,
+            key,
+            num_envs=acting.num_envs,
+            repeat_exploration=acting.exploration_repeat_exponent is not None,
+        )
+        return state._replace(actor=actor)
+
+    return jax.vmap(restart) if components.config.num_seeds > 1 else restart
 
 
 def abstract_run_state(components: Components, mesh: jax.sharding.Mesh) -> tuple[Any, Any]:
