@@ -223,3 +223,65 @@ def test_gymnasium_names_are_listed_with_how_to_find_them(capsys):
     hint = capsys.readouterr().err.strip()  # stdout holds the names alone
     assert hint.startswith("# ") and "gymnasium:<id>" in hint and "gymnasium:<module>:<id>" in hint
     assert "CartPole-v1" in gymnasium.registry  # what the hint points to
+
+
+def seed_of(key) -> int:
+    """The seed a batch's first key gives envpool: its two words as one 64-bit number, mod 2^31 - 1
+    (written out here; mz_jax.envs.host derives it the same way)."""
+    high, low = (int(x) for x in np.asarray(jax.random.key_data(key), np.uint64))
+    return ((high << 32) | low) % (2**31 - 1)
+
+
+def test_envpool_pong_gives_envpool_frames_channels_last():
+    envpool = pytest.importorskip("envpool")
+    env = make_env("envpool:Pong-v5")
+    assert (env.num_actions, env.observation_shape) == (6, (84, 84, 4))
+    keys = jax.random.split(jax.random.key(5), 2)
+    state, timestep = jax.jit(jax.vmap(env.reset))(keys)
+    raw = envpool.make("Pong-v5", env_type="gymnasium", num_envs=2, seed=seed_of(keys[0]))
+    frames, _ = raw.reset()
+    np.testing.assert_array_equal(timestep.observation, np.moveaxis(frames, 1, -1))
+    step = jax.jit(jax.vmap(env.step))
+    for t, action in enumerate([1, 2, 3, 0, 5]):
+        actions = np.full(2, action, np.int32)
+        state, timestep = step(jax.random.split(jax.random.key(t), 2), state, actions)
+        frames, rewards, *_ = raw.step(actions)
+        np.testing.assert_array_equal(timestep.observation, np.moveaxis(frames, 1, -1))
+        np.testing.assert_array_equal(timestep.reward, rewards)
+    env.host.close()
+
+
+def test_envpool_cartpole_resets_where_an_episode_ends():
+    envpool = pytest.importorskip("envpool")
+    env = make_env("envpool:CartPole-v1")
+    assert env.reward_bound == 1.0 and env.max_episode_steps == 500
+    keys = jax.random.split(jax.random.key(2), 3)
+    state, timestep = jax.jit(jax.vmap(env.reset))(keys)
+    raw = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=3, seed=seed_of(keys[0]))
+    raw.reset()
+    step = jax.jit(jax.vmap(env.step))
+    ended = 0
+    for t in range(40):  # pushing right topples every pole within a few dozen steps
+        actions = np.ones(3, np.int32)
+        state, timestep = step(jax.random.split(jax.random.key(t), 3), state, actions)
+        reached, rewards, terminated, truncated, _ = raw.step(actions)
+        np.testing.assert_allclose(timestep.final_observation, reached, rtol=1e-6)
+        np.testing.assert_array_equal(timestep.reward, rewards)
+        np.testing.assert_array_equal(timestep.terminated, terminated)
+        # Where an episode ended, the next one has started already: the raw pool's reset of it.
+        done = np.flatnonzero(terminated | truncated)
+        expected = reached.copy()
+        if len(done):
+            expected[done] = raw.reset(done)[0]
+            ended += len(done)
+        np.testing.assert_allclose(timestep.observation, expected, rtol=1e-6)
+        np.testing.assert_array_equal(state.episode_step == 0, terminated | truncated)
+    assert ended >= 3
+
+
+def test_envpool_refuses_what_it_cannot_make():
+    pytest.importorskip("envpool")
+    with pytest.raises(ValueError, match=r"envpool:Pongg-v5: envpool has no task .*Pong-v5"):
+        make_env("envpool:Pongg-v5")
+    with pytest.raises(ValueError, match="envpool:Pendulum-v1: its action space Box"):
+        make_env("envpool:Pendulum-v1")

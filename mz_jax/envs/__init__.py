@@ -17,8 +17,8 @@ single-player or two-player pgx game), ``"toy:<id>"`` (small ones of our own wit
 policies, :mod:`~mz_jax.envs.toy`: ``toy:gamble``), or a name given to :func:`register_env` (by
 convention ``"custom:<id>"``) for an environment of your own; :func:`list_envs` gives them all.
 ``"gymnasium:<id>"`` (and ``"gymnasium:<module>:<id>"``) makes a Python environment of gymnasium's
-registry, stepped on the host through callbacks (:mod:`~mz_jax.envs.host`); those ids are
-gymnasium's to list.
+registry and ``"envpool:<task>"`` one of envpool's (Atari's ``Pong-v5``, ...), stepped on the host
+through callbacks (:mod:`~mz_jax.envs.host`); those ids are gymnasium's and envpool's to list.
 
 Backend notes:
   * gymnax (>= 1.0): the time limit is ``params.max_steps_in_episode`` (override it with
@@ -64,12 +64,13 @@ from typing import Any
 
 from mz_jax.envs.base import Env, EnvState, Reflection, TimeStep
 from mz_jax.envs.gymnax_adapter import GYMNAX_PREFIX, gymnax_catalog, gymnax_ids, make_gymnax
-from mz_jax.envs.host import GYMNASIUM_PREFIX, make_gymnasium
+from mz_jax.envs.host import ENVPOOL_PREFIX, GYMNASIUM_PREFIX, make_envpool, make_gymnasium
 from mz_jax.envs.pgx_adapter import MORE_THAN_TWO_PLAYERS, PGX_PREFIX, make_pgx, pgx_ids
 from mz_jax.envs.toy import TOY_ENVS, TOY_PREFIX
 from mz_jax.envs.wrappers import repeat_action
 
 __all__ = [
+    "ENVPOOL_PREFIX",
     "GYMNASIUM_PREFIX",
     "GYMNAX_PREFIX",
     "PGX_PREFIX",
@@ -140,6 +141,8 @@ def make_env(name: str, *, max_episode_steps: int | None = None, **kwargs: Any) 
             return make_pgx(env_id, max_episode_steps)
     elif name.startswith(GYMNASIUM_PREFIX):
         return make_gymnasium(name[len(GYMNASIUM_PREFIX) :], max_episode_steps, kwargs)
+    elif name.startswith(ENVPOOL_PREFIX):
+        return make_envpool(name[len(ENVPOOL_PREFIX) :], max_episode_steps, kwargs)
     elif name.startswith(TOY_PREFIX):
         env_id = name[len(TOY_PREFIX) :]
         if env_id in TOY_ENVS:
@@ -178,7 +181,7 @@ def register_env(name: str, factory: Callable[..., Env]) -> None:
         where the largest |reward| of a transition is known; None leaves the supports to be set by
         hand).
     """
-    reserved = (GYMNAX_PREFIX, PGX_PREFIX, TOY_PREFIX, GYMNASIUM_PREFIX)
+    reserved = (GYMNAX_PREFIX, PGX_PREFIX, TOY_PREFIX, GYMNASIUM_PREFIX, ENVPOOL_PREFIX)
     if not isinstance(name, str) or not name or name.startswith(reserved):
         raise ValueError(
             f"a registered name must be a non-empty str not starting with {', '.join(reserved)} "

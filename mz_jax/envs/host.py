@@ -1,33 +1,34 @@
-"""Python environments as :class:`~mz_jax.envs.Env`: gymnasium's, stepped on the host.
+"""Python environments as :class:`~mz_jax.envs.Env`: gymnasium's and envpool's, stepped on the host.
 
 ``make_env("gymnasium:CartPole-v1")`` (any id gymnasium's registry holds, and its ``module:EnvId``
 form, ``"gymnasium:my_envs:Corridor-v0"``, where importing ``my_envs`` registers ``Corridor-v0``)
-gives an :class:`~mz_jax.envs.Env` whose ``reset`` and ``step`` are ``jax.pure_callback`` calls
-into Python: the compiled programs (self-play under ``lax.scan``, the evaluation's loop, several
-seeds under ``vmap``, the devices under ``shard_map``) call back to the host once per step for the
-whole batch of environments they step, and everything else (the search, the replay, the learner)
-stays compiled.
+and ``make_env("envpool:Pong-v5")`` (any of envpool's tasks) give an :class:`~mz_jax.envs.Env`
+whose ``reset`` and ``step`` are ``jax.pure_callback`` calls into Python: the compiled programs
+(self-play under ``lax.scan``, the evaluation's loop, several seeds under ``vmap``, the devices
+under ``shard_map``) call back to the host once per step for the whole batch of environments they
+step, and everything else (the search, the replay, the learner) stays compiled.
 
-What the callbacks keep on the host: each :class:`HostEnv` owns its environments, one gymnasium
-environment per *slot*. ``reset`` over a batch of keys (``vmap(env.reset)(keys)``, any number of
-leading batch axes) makes one slot per key, seeded from the key, and returns the slot ids as the
-environments' state (``EnvState.backend``, int32); a later reset over a batch of the same shape
-closes the slots the previous one made, so an evaluation that resets its environments each time
-reuses the memory. ``step`` steps each slot with its action and, where the episode ends, resets
-it (seeded from the step's key) and returns the first observation of the next episode, with the
-observation the step reached in ``final_observation`` (the automatic reset of the JAX
-environments). The slots are not saved in a checkpoint: a resumed run starts new episodes
-(:func:`mz_jax.run.start.start_run`).
+What the callbacks keep on the host: each :class:`HostEnv` owns its environments in batches
+(:class:`Batch`: gymnasium's environments stepped one by one, or one envpool instance), each
+environment addressed by a *slot* id. ``reset`` over a batch of keys (``vmap(env.reset)(keys)``,
+any number of leading batch axes) opens a batch of one environment per key and returns the slot
+ids as the environments' state (``EnvState.backend``, int32); a later reset over keys of the same
+shape closes the batch the previous one opened, so an evaluation that resets its environments each
+time reuses the memory. ``step`` steps each slot with its action and, where the episode ends,
+resets it (seeded from the step's key where the backend takes seeds) and returns the first
+observation of the next episode, with the observation the step reached in ``final_observation``
+(the automatic reset of the JAX environments). The slots are not saved in a checkpoint: a resumed
+run starts new episodes (:func:`mz_jax.run.start.start_run`).
 
 Supported spaces: a ``Discrete`` action space (``start`` offsets the actions); a ``Box``
-observation (vectors and images, cast to float32) or a ``Discrete`` one (one-hot). A gymnasium
-time limit (``max_episode_steps`` of the spec or the argument) truncates episodes. The ids of
-:data:`SAME_AS_GYMNAX` take the reward bound and the mirror symmetry of the gymnax environment of
-the same id; any other has no reward bound (None) and no mirror symmetry.
+observation (vectors and images, cast to float32) or a ``Discrete`` one (one-hot). A time limit
+(gymnasium's ``max_episode_steps``, envpool's option, or the argument) truncates episodes. The ids
+of :data:`SAME_AS_GYMNAX` take the reward bound and the mirror symmetry of the gymnax environment
+of the same id; any other has no reward bound (None) and no mirror symmetry.
 
-A failure inside the environment's ``step`` or ``reset`` is raised as :class:`HostEnvError`, whose
-message names the environment, the slot and the step; the compiled program that called it fails
-with that message.
+A failure inside an environment's ``step`` or ``reset`` is raised as :class:`HostEnvError`, whose
+message names the environment, the slot and the step; the compiled program that called it fails,
+and :func:`host_failures` raises that error in its place.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from typing import Any
+import warnings
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -124,25 +126,112 @@ def _seed(key_data: np.ndarray) -> int:
     return ((high << 32) | low) % (2**31 - 1)
 
 
+class Batch(Protocol):
+    """A batch of n Python environments of one kind, the unit a backend gives :class:`HostEnv`
+    (:class:`GymnasiumBatch`, :class:`EnvpoolBatch`).
+
+    Observations come out raw (the backend's own arrays, ``[k, ...]`` for k indices); rewards,
+    terminated and truncated as ``[k]``. Indices are ``0 <= i < n``. A failure of one environment
+    is raised as :class:`EnvFailure` where the backend knows which one failed.
+    """
+
+    def reset(self, indices: np.ndarray, seeds: list[int]) -> np.ndarray:
+        """Starts new episodes in environments ``indices``, seeded where the backend can."""
+
+    def step(self, indices: np.ndarray, actions: np.ndarray) -> tuple:
+        """Steps environments ``indices``: (observations, rewards, terminated, truncated)."""
+
+    def close(self) -> None:
+        """Closes the environments (best effort)."""
+
+
+class EnvFailure(Exception):
+    """Environment ``index`` of a :class:`Batch` raised ``error``."""
+
+    def __init__(self, index: int, error: Exception):
+        super().__init__(index, error)
+        self.index, self.error = int(index), error
+
+
+class GymnasiumBatch:
+    """n gymnasium environments stepped one after the other."""
+
+    def __init__(self, make, count: int):
+        self.envs = [make() for _ in range(count)]
+
+    def reset(self, indices, seeds):
+        observations = []
+        for i, seed in zip(indices, seeds, strict=True):
+            try:
+                observations.append(self.envs[i].reset(seed=int(seed))[0])
+            except Exception as error:
+                raise EnvFailure(i, error) from error
+        return np.stack(observations)
+
+    def step(self, indices, actions):
+        rows = []
+        for i, action in zip(indices, actions, strict=True):
+            try:
+                rows.append(self.envs[i].step(int(action))[:4])
+            except Exception as error:
+                raise EnvFailure(i, error) from error
+        observations, rewards, terminated, truncated = zip(*rows, strict=True)
+        return np.stack(observations), rewards, terminated, truncated
+
+    def close(self):
+        for env in self.envs:
+            try:
+                env.close()
+            except Exception:  # closing is best effort
+                pass
+
+
+class EnvpoolBatch:
+    """n environments of one envpool instance (its synchronous API, subsets by ``env_id``); seeded
+    once, at creation, from the first key (envpool seeds each environment from it)."""
+
+    def __init__(self, make, count: int, seed: int):
+        self.pool = make(count, seed)
+
+    def reset(self, indices, seeds):
+        observations, _ = self.pool.reset(np.asarray(indices, np.int32))
+        return observations
+
+    def step(self, indices, actions):
+        observations, rewards, terminated, truncated, _ = self.pool.step(
+            np.asarray(actions), np.asarray(indices, np.int32)
+        )
+        return observations, rewards, terminated, truncated
+
+    def close(self):
+        try:
+            self.pool.close()
+        except Exception:
+            pass
+
+
 class HostEnv:
-    """The host side of one :class:`~mz_jax.envs.Env` made by :func:`make_gymnasium`: its slots.
+    """The host side of one :class:`~mz_jax.envs.Env` stepped in Python: its environments, in
+    batches (one a ``reset`` call), addressed by slot ids.
 
     Args:
       name: the environment's name, for messages.
-      make: ``make() -> gymnasium.Env``, a new environment.
-      encode: ``encode(observation) -> np.ndarray`` float32 of the observation shape.
-      action_start: added to an action before it is given to the environment.
+      open_batch: ``open_batch(seeds) -> Batch`` of ``len(seeds)`` environments.
+      encode: ``encode(observations [k, ...]) -> float32 [k, *observation_shape]``.
+      action_start: added to the agent's actions before the environments get them.
     """
 
-    def __init__(self, name: str, make, encode, action_start: int):
+    def __init__(self, name: str, open_batch, encode, action_start: int = 0):
         self.name = name
-        self._make = make
+        self._open_batch = open_batch
         self._encode = encode
         self._action_start = action_start
-        self._slots: dict[int, Any] = {}
-        self._steps: dict[int, int] = {}
-        self._groups: dict[tuple[int, ...], list[int]] = {}
+        self._batches: dict[int, Batch] = {}
+        self._slots: dict[int, tuple[int, int]] = {}  # slot -> (batch id, index)
+        self._steps: dict[int, int] = {}  # slot -> steps of its episode
+        self._shapes: dict[tuple[int, ...], int] = {}  # reset batch shape -> batch id
         self._next_slot = 0
+        self._next_batch = 0
         self._lock = threading.Lock()
 
     @property
@@ -151,101 +240,110 @@ class HostEnv:
         return len(self._slots)
 
     def environment(self, slot: int) -> Any:
-        """The gymnasium environment of ``slot`` (for tests and inspection)."""
-        return self._slots[int(slot)]
+        """The gymnasium environment of ``slot`` (gymnasium's backend; for tests)."""
+        batch_id, index = self._slots[int(slot)]
+        return self._batches[batch_id].envs[index]
 
     def close(self) -> None:
         """Closes every environment."""
         with self._lock:
-            for slot in list(self._slots):
-                self._close_slot(slot)
-            self._groups.clear()
+            for batch_id in list(self._batches):
+                self._close_batch(batch_id)
+            self._shapes.clear()
 
-    def _close_slot(self, slot: int) -> None:
-        env = self._slots.pop(slot, None)
-        self._steps.pop(slot, None)
-        if env is not None:
-            try:
-                env.close()
-            except Exception:  # closing is best effort
-                pass
+    def _close_batch(self, batch_id: int) -> None:
+        batch = self._batches.pop(batch_id, None)
+        for slot in [s for s, (b, _) in self._slots.items() if b == batch_id]:
+            del self._slots[slot]
+            self._steps.pop(slot, None)
+        if batch is not None:
+            batch.close()
 
-    def _reset_slot(self, slot: int, seed: int) -> np.ndarray:
-        try:
-            observation, _ = self._slots[slot].reset(seed=seed)
-        except Exception as error:
-            raise _failed(
-                HostEnvError(
-                    f"{self.name}: reset of environment {slot} raised {type(error).__name__}: "
-                    f"{error}"
-                )
-            ) from error
-        self._steps[slot] = 0
-        return self._encode(observation)
+    def _fail(self, what: str, error: Exception) -> HostEnvError:
+        return _failed(HostEnvError(f"{self.name}: {what} raised {type(error).__name__}: {error}"))
 
     def reset(self, key_data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The callback of ``reset``: ``key_data [*B, 2]`` -> (slots ``[*B]``, observations)."""
+        """The callback of ``reset``: ``key_data [*B, 2]`` -> (slots ``[*B]``, observations); a
+        new batch of ``prod(B)`` environments, replacing the last one of the same shape."""
         key_data = np.asarray(key_data)
-        batch = key_data.shape[:-1]
-        flat = key_data.reshape(-1, key_data.shape[-1])
+        shape = key_data.shape[:-1]
+        seeds = [_seed(k) for k in key_data.reshape(-1, key_data.shape[-1])]
         with self._lock:
-            for slot in self._groups.pop(batch, []):
-                self._close_slot(slot)
-            slots = list(range(self._next_slot, self._next_slot + len(flat)))
-            self._next_slot += len(flat)
-            self._groups[batch] = slots
-            for slot in slots:
-                self._slots[slot] = self._make()
-        observations = [self._reset_slot(s, _seed(k)) for s, k in zip(slots, flat, strict=True)]
-        return (
-            np.asarray(slots, np.int32).reshape(batch),
-            np.stack(observations).reshape(*batch, *observations[0].shape),
+            if shape in self._shapes:
+                self._close_batch(self._shapes.pop(shape))
+            try:
+                batch = self._open_batch(seeds)
+                observations = batch.reset(np.arange(len(seeds)), seeds)
+            except Exception as error:
+                raise self._fail(f"reset of {len(seeds)} environment(s)", error) from error
+            batch_id, self._next_batch = self._next_batch, self._next_batch + 1
+            self._batches[batch_id] = batch
+            self._shapes[shape] = batch_id
+            slots = np.arange(self._next_slot, self._next_slot + len(seeds))
+            self._next_slot += len(seeds)
+            for index, slot in enumerate(slots):
+                self._slots[int(slot)] = (batch_id, index)
+                self._steps[int(slot)] = 0
+        observations = self._encode(observations)
+        return slots.astype(np.int32).reshape(shape), observations.reshape(
+            *shape, *observations.shape[1:]
         )
 
     def step(self, key_data: np.ndarray, slots: np.ndarray, actions: np.ndarray) -> tuple:
         """The callback of ``step``: keys ``[*B, 2]``, slots and actions ``[*B]`` -> observations,
-        rewards, terminated, truncated and final observations, each ``[*B, ...]``."""
-        slots = np.asarray(slots)
-        batch = slots.shape
-        flat_keys = np.asarray(key_data).reshape(-1, 2)
-        flat_actions = np.asarray(actions).reshape(-1)
-        rows = []
-        for slot, action, key in zip(slots.reshape(-1), flat_actions, flat_keys, strict=True):
-            slot = int(slot)
-            env = self._slots.get(slot)
-            if env is None:
-                raise _failed(
-                    HostEnvError(
-                        f"{self.name}: environment {slot} is not open in this process (its state "
-                        "comes from another process or a closed batch): reset it first"
-                    )
+        rewards, terminated, truncated and final observations, each ``[*B, ...]``. Where an
+        episode ends, its environment starts the next one, seeded from the step's key."""
+        shape = np.shape(slots)
+        slots = np.asarray(slots).reshape(-1)
+        actions = np.asarray(actions).reshape(-1) + self._action_start
+        seeds = [_seed(k) for k in np.asarray(key_data).reshape(-1, 2)]
+        unknown = [int(s) for s in slots if int(s) not in self._slots]
+        if unknown:
+            raise _failed(
+                HostEnvError(
+                    f"{self.name}: environment {unknown[0]} is not open in this process (its "
+                    "state comes from another process or a replaced batch): reset it first"
                 )
-            step = self._steps[slot]
+            )
+        out = [None] * 5
+        for batch_id in dict.fromkeys(self._slots[int(s)][0] for s in slots):
+            rows = np.asarray([self._slots[int(s)][0] == batch_id for s in slots])
+            indices = np.asarray([self._slots[int(s)][1] for s in slots[rows]])
+            batch = self._batches[batch_id]
             try:
-                observation, reward, terminated, truncated, _ = env.step(
-                    int(action) + self._action_start
-                )
+                raw, rewards, terminated, truncated = batch.step(indices, actions[rows])
+            except EnvFailure as failure:
+                position = int(np.flatnonzero(indices == failure.index)[0])
+                slot = int(slots[rows][position])
+                action = int(actions[rows][position]) - self._action_start
+                what = f"step {self._steps[slot] + 1} of environment {slot} (action {action})"
+                raise self._fail(what, failure.error) from failure.error
             except Exception as error:
-                raise _failed(
-                    HostEnvError(
-                        f"{self.name}: step {step + 1} of environment {slot} (action "
-                        f"{int(action)}) raised {type(error).__name__}: {error}"
+                what = f"a step of environments {slots[rows].tolist()}"
+                raise self._fail(what, error) from error
+            final = self._encode(raw)
+            terminated = np.asarray(terminated, bool)
+            truncated = np.asarray(truncated, bool) & ~terminated
+            done = terminated | truncated
+            observation = final.copy()
+            if done.any():
+                ended = np.flatnonzero(done)
+                try:
+                    observation[ended] = self._encode(
+                        batch.reset(indices[ended], [seeds[i] for i in np.flatnonzero(rows)[ended]])
                     )
-                ) from error
-            self._steps[slot] = step + 1
-            final = self._encode(observation)
-            done = bool(terminated) or bool(truncated)
-            observation = self._reset_slot(slot, _seed(key)) if done else final
-            rows.append((observation, float(reward), bool(terminated), bool(truncated), final))
-        observations, rewards, terminated, truncated, finals = zip(*rows, strict=True)
-        shape = rows[0][0].shape
-        return (
-            np.stack(observations).reshape(*batch, *shape).astype(np.float32),
-            np.asarray(rewards, np.float32).reshape(batch),
-            np.asarray(terminated, np.bool_).reshape(batch),
-            np.asarray(truncated, np.bool_).reshape(batch) & ~np.asarray(terminated).reshape(batch),
-            np.stack(finals).reshape(*batch, *shape).astype(np.float32),
-        )
+                except Exception as error:
+                    raise self._fail(
+                        f"reset of environment(s) {slots[rows][ended].tolist()}", error
+                    ) from error
+            for slot, ended in zip(slots[rows], done, strict=True):
+                self._steps[int(slot)] = 0 if ended else self._steps[int(slot)] + 1
+            values = (observation, np.asarray(rewards, np.float32), terminated, truncated, final)
+            for i, value in enumerate(values):
+                if out[i] is None:
+                    out[i] = np.zeros((len(slots), *value.shape[1:]), value.dtype)
+                out[i][rows] = value
+        return tuple(x.reshape(tuple(shape) + x.shape[1:]) for x in out)
 
 
 def _gymnasium():
@@ -259,14 +357,16 @@ def _gymnasium():
 
 
 def _encoder(name: str, space: Any) -> tuple[tuple[int, ...], Any]:
-    """The observation shape and the encoder of a gymnasium observation space."""
+    """The observation shape and the encoder (``[k, ...]`` observations to float32 ``[k,
+    *shape]``) of a gymnasium observation space."""
     spaces = _gymnasium().spaces
     if isinstance(space, spaces.Box):
         shape = tuple(int(n) for n in space.shape)
-        return shape, lambda observation: np.asarray(observation, np.float32).reshape(shape)
+        return shape, lambda batch: np.asarray(batch, np.float32).reshape(-1, *shape)
     if isinstance(space, spaces.Discrete):
         n, start = int(space.n), int(space.start)
-        return (n,), lambda observation: np.eye(n, dtype=np.float32)[int(observation) - start]
+        eye = np.eye(n, dtype=np.float32)
+        return (n,), lambda batch: eye[np.asarray(batch, np.int64).reshape(-1) - start]
     raise ValueError(
         f"{name}: its observation space {space} is not supported; allowed a Box (vectors and "
         "images) or a Discrete space (observed one-hot)"
@@ -299,10 +399,19 @@ def _make_function(name: str, env_id: str, max_episode_steps: int | None, kwargs
     return make, probe
 
 
+def _check_actions(name: str, action_space: Any) -> None:
+    if not isinstance(action_space, _gymnasium().spaces.Discrete):
+        raise ValueError(
+            f"{name}: its action space {action_space} is not supported; allowed a Discrete "
+            "space (continuous actions need Sampled MuZero, not yet in mz_jax)"
+        )
+
+
 def make_gymnasium(
     env_id: str, max_episode_steps: int | None = None, kwargs: dict | None = None
 ) -> Env:
-    """The gymnasium environment ``env_id`` as an :class:`~mz_jax.envs.Env` stepped on the host.
+    """The gymnasium environment ``env_id`` as an :class:`~mz_jax.envs.Env` stepped on the host,
+    one gymnasium environment per self-play environment.
 
     Args:
       env_id: an id of gymnasium's registry, or ``module:EnvId``.
@@ -314,61 +423,114 @@ def make_gymnasium(
       ValueError: an id gymnasium does not know, a module that fails to import, or a space the
         agent cannot drive, naming the environment and what is supported.
     """
-    from mz_jax.envs.gymnax_adapter import REFLECTIONS, REWARD_BOUNDS
-
     name = GYMNASIUM_PREFIX + env_id
     make, probe = _make_function(name, env_id, max_episode_steps, kwargs or {})
     try:
-        spaces = _gymnasium().spaces
         action_space = probe.action_space
-        if not isinstance(action_space, spaces.Discrete):
-            raise ValueError(
-                f"{name}: its action space {action_space} is not supported; allowed a Discrete "
-                "space (continuous actions need Sampled MuZero, not yet in mz_jax)"
-            )
+        _check_actions(name, action_space)
         observation_shape, encode = _encoder(name, probe.observation_space)
         limit = probe.spec.max_episode_steps if probe.spec is not None else None
     finally:
         probe.close()
-    num_actions = int(action_space.n)
-    host = HostEnv(name, make, encode, int(action_space.start))
-    same = env_id in SAME_AS_GYMNAX and not kwargs
+    host = HostEnv(
+        name, lambda seeds: GymnasiumBatch(make, len(seeds)), encode, int(action_space.start)
+    )
+    same = env_id if env_id in SAME_AS_GYMNAX and not kwargs else None
+    return host_env(host, int(action_space.n), observation_shape, limit, same_as_gymnax=same)
 
-    def reset(key: jax.Array) -> tuple[EnvState, TimeStep]:
-        slot, observation = jax.pure_callback(
-            host.reset,
-            (
-                jax.ShapeDtypeStruct((), jnp.int32),
-                jax.ShapeDtypeStruct(observation_shape, jnp.float32),
-            ),
-            jax.random.key_data(key),
-            vmap_method="broadcast_all",
-        )
-        return EnvState(backend=slot, episode_step=jnp.int32(0)), TimeStep(
-            observation=observation,
-            legal_action_mask=jnp.ones(num_actions, bool),
-            player=jnp.int32(0),
-            reward=jnp.float32(0.0),
-            terminated=jnp.bool_(False),
-            truncated=jnp.bool_(False),
-            final_observation=observation,
-            final_player=jnp.int32(0),
-        )
 
-    def step(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvState, TimeStep]:
-        observation_type = jax.ShapeDtypeStruct(observation_shape, jnp.float32)
-        scalar = lambda dtype: jax.ShapeDtypeStruct((), dtype)
-        observation, reward, terminated, truncated, final = jax.pure_callback(
-            host.step,
-            (observation_type, scalar(jnp.float32), scalar(bool), scalar(bool), observation_type),
-            jax.random.key_data(key),
-            state.backend,
-            jnp.asarray(action, jnp.int32),
-            vmap_method="broadcast_all",
-        )
-        done = terminated | truncated
-        episode_step = jnp.where(done, 0, state.episode_step + 1).astype(jnp.int32)
-        return EnvState(backend=state.backend, episode_step=episode_step), TimeStep(
+ENVPOOL_PREFIX = "envpool:"
+
+
+def make_envpool(
+    task: str, max_episode_steps: int | None = None, kwargs: dict | None = None
+) -> Env:
+    """envpool's task ``task`` (``Pong-v5``, ``Breakout-v5``, ``CartPole-v1``, ...) as an
+    :class:`~mz_jax.envs.Env` stepped on the host: each ``reset`` batch is one envpool instance
+    of that many environments, stepped through its synchronous API (C++ threads step them in
+    parallel), seeded from the batch's first key.
+
+    Observations of rank 3 with the channels first (Atari's stacked frames, ``[4, 84, 84]``) are
+    given channels last (``[84, 84, 4]``), as the ResNet reads images.
+
+    Args:
+      task: one of ``envpool.list_all_envs()``.
+      max_episode_steps: a time limit in transitions (envpool's option); None keeps the task's.
+      kwargs: envpool's options of the task (``img_height=96``, ``gray_scale=False``, ...).
+
+    Raises:
+      ValueError: envpool not installed, a task it does not know (with close matches), options
+        it refuses, or a space the agent cannot drive.
+    """
+    name = ENVPOOL_PREFIX + task
+    try:
+        import envpool
+    except ImportError as error:
+        raise ValueError(
+            f"{name}: envpool is not installed: pip install 'mz-jax[atari]' (envpool and ale-py)"
+        ) from error
+    tasks = envpool.list_all_envs()
+    if task not in tasks:
+        import difflib
+
+        close = difflib.get_close_matches(task, tasks, n=5, cutoff=0.5)
+        hint = f"; close matches: {', '.join(close)}" if close else ""
+        raise ValueError(f"{name}: envpool has no task {task!r} (envpool.list_all_envs()){hint}")
+    options = dict(kwargs or {})
+    if max_episode_steps is not None:
+        options["max_episode_steps"] = max_episode_steps
+
+    def make(count: int, seed: int):
+        with warnings.catch_warnings():  # gymnasium's note that envpool's float64 bounds are cast
+            warnings.simplefilter("ignore", UserWarning)
+            return envpool.make(task, env_type="gymnasium", num_envs=count, seed=seed, **options)
+
+    try:
+        probe = make(1, 0)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise ValueError(
+            f"{name}: envpool refused the options {sorted(options)}: {error}"
+        ) from None
+    try:
+        action_space = probe.action_space
+        _check_actions(name, action_space)
+        observation_shape, encode = _encoder(name, probe.observation_space)
+        limit = getattr(probe.spec.config, "max_episode_steps", None)
+    finally:
+        probe.close()
+    if len(observation_shape) == 3 and observation_shape[0] < min(observation_shape[1:]):
+        channels_first = encode
+        observation_shape = (*observation_shape[1:], observation_shape[0])
+        encode = lambda batch: np.moveaxis(channels_first(batch), 1, -1)
+    host = HostEnv(
+        name,
+        lambda seeds: EnvpoolBatch(make, len(seeds), seeds[0]),
+        encode,
+        int(action_space.start),
+    )
+    same = task if task in SAME_AS_GYMNAX and not kwargs else None
+    return host_env(host, int(action_space.n), observation_shape, limit, same_as_gymnax=same)
+
+
+def host_env(
+    host: HostEnv,
+    num_actions: int,
+    observation_shape: tuple[int, ...],
+    max_episode_steps: int | None,
+    *,
+    same_as_gymnax: str | None = None,
+) -> Env:
+    """The :class:`~mz_jax.envs.Env` whose ``reset`` and ``step`` call ``host`` back: a
+    single-player environment of ``num_actions`` actions, all legal, observations float32
+    ``observation_shape``; ``same_as_gymnax``: the gymnax id whose reward bound and mirror
+    symmetry it takes (:data:`SAME_AS_GYMNAX`)."""
+    from mz_jax.envs.gymnax_adapter import REFLECTIONS, REWARD_BOUNDS
+
+    observation_type = jax.ShapeDtypeStruct(observation_shape, jnp.float32)
+    scalar = lambda dtype: jax.ShapeDtypeStruct((), dtype)
+
+    def timestep(observation, reward, terminated, truncated, final) -> TimeStep:
+        return TimeStep(
             observation=observation,
             legal_action_mask=jnp.ones(num_actions, bool),
             player=jnp.int32(0),
@@ -379,16 +541,42 @@ def make_gymnasium(
             final_player=jnp.int32(0),
         )
 
-    env = Env(
-        name=name,
+    def reset(key: jax.Array) -> tuple[EnvState, TimeStep]:
+        slot, observation = jax.pure_callback(
+            host.reset,
+            (scalar(jnp.int32), observation_type),
+            jax.random.key_data(key),
+            vmap_method="broadcast_all",
+        )
+        no = jnp.bool_(False)
+        return EnvState(backend=slot, episode_step=jnp.int32(0)), timestep(
+            observation, jnp.float32(0.0), no, no, observation
+        )
+
+    def step(key: jax.Array, state: EnvState, action: jax.Array) -> tuple[EnvState, TimeStep]:
+        observation, reward, terminated, truncated, final = jax.pure_callback(
+            host.step,
+            (observation_type, scalar(jnp.float32), scalar(bool), scalar(bool), observation_type),
+            jax.random.key_data(key),
+            state.backend,
+            jnp.asarray(action, jnp.int32),
+            vmap_method="broadcast_all",
+        )
+        done = terminated | truncated
+        episode_step = jnp.where(done, 0, state.episode_step + 1).astype(jnp.int32)
+        return EnvState(backend=state.backend, episode_step=episode_step), timestep(
+            observation, reward, terminated, truncated, final
+        )
+
+    return Env(
+        name=host.name,
         num_actions=num_actions,
         observation_shape=observation_shape,
         num_players=1,
-        max_episode_steps=limit,
-        reward_bound=REWARD_BOUNDS[env_id] if same else None,
-        reflection=REFLECTIONS.get(env_id) if same else None,
+        max_episode_steps=max_episode_steps,
+        reward_bound=REWARD_BOUNDS[same_as_gymnax] if same_as_gymnax else None,
+        reflection=REFLECTIONS.get(same_as_gymnax) if same_as_gymnax else None,
         reset=reset,
         step=step,
         host=host,
     )
-    return env
