@@ -153,6 +153,27 @@ LEASE_COMMAND = (
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 
 
+SMOKE_SHRINK = (
+    ("num_envs", 4),
+    ("rollout_length", 2),
+    ("iterations_per_call", 1),
+    ("updates_per_iteration", 1),
+    ("batch_size", 8),
+    ("num_unroll_steps", 2),
+    ("td_steps", 2),
+    ("replay_capacity", 256),
+    ("min_replay_steps", 0),
+    ("search.num_simulations", 2),
+    ("network.channels", 4),
+    ("network.num_blocks", 1),
+    # The suite's end; the same in the minatar part, so that the suite's training step is the
+    # program that part compiled (a persistent compilation cache then holds it).
+    ("total_env_steps", 64),
+)
+"""A smoke run's changes to every configuration: a few small environments, batches and searches,
+a 1-block, 4-channel ResNet, 64 env steps (the games' lease script uses them too)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Sizes and repeats of every part: a lease's (the defaults) or CI's (:meth:`smoke_run`)."""
@@ -191,23 +212,7 @@ class Settings:
     @classmethod
     def smoke_run(cls) -> Settings:
         """Tiny networks, batches and searches: every part on two CPU cores in about a minute."""
-        shrink = (
-            ("num_envs", 4),
-            ("rollout_length", 2),
-            ("iterations_per_call", 1),
-            ("updates_per_iteration", 1),
-            ("batch_size", 8),
-            ("num_unroll_steps", 2),
-            ("td_steps", 2),
-            ("replay_capacity", 256),
-            ("min_replay_steps", 0),
-            ("search.num_simulations", 2),
-            ("network.channels", 4),
-            ("network.num_blocks", 1),
-            # The suite's end; the same in the minatar part, so that the suite's training step is
-            # the program that part compiled (a persistent compilation cache then holds it).
-            ("total_env_steps", 64),
-        )
+        shrink = SMOKE_SHRINK
         # A ResNet's training step takes twice an MLP's time to compile on a CPU; the learner and
         # search parts keep the ResNet.
         mlp = (("network.kind", "mlp"), ("network.hidden_sizes", (8,)), ("network.latent_size", 8))

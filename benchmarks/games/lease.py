@@ -72,7 +72,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: com
 import jax
 import numpy as np
 from common import format_table
-from gpu import REPO, Budget, earlier_runs, log, new_record, run_until, setup_commands
+from gpu import (
+    REPO,
+    SMOKE_SHRINK,
+    Budget,
+    earlier_runs,
+    log,
+    new_record,
+    run_until,
+    setup_commands,
+)
 
 from mz_jax.config.overrides import override
 from mz_jax.config.presets import load_preset
@@ -94,25 +103,13 @@ FIRST_EVALUATION_S = 60.0
 """The time an evaluation is expected to take before one has been timed."""
 SMOKE_OPPONENTS = {"mcts:200": "mcts:2", "mcts:1000": "mcts:4"}
 SMOKE_OVERRIDES = (
-    ("num_envs", 4),
-    ("rollout_length", 2),
-    ("iterations_per_call", 1),
-    ("updates_per_iteration", 1),
-    ("batch_size", 8),
-    ("num_unroll_steps", 2),
-    ("td_steps", 2),
-    ("replay_capacity", 256),
-    ("min_replay_steps", 0),
+    *SMOKE_SHRINK,
     ("warmup_updates", 0),
-    ("total_env_steps", 64),
     ("eval_every_env_steps", 64),
     ("eval_episodes", 2),
     ("eval_max_steps", 8),
-    ("search.num_simulations", 2),
     ("network.hidden_sizes", (8,)),
     ("network.latent_size", 8),
-    ("network.channels", 4),
-    ("network.num_blocks", 1),
 )
 """The smoke run's changes to every run (a ResNet stays a ResNet, smaller)."""
 

@@ -63,8 +63,9 @@ from collections.abc import Callable
 from typing import Any
 
 from mz_jax.envs.base import Env, EnvState, Reflection, TimeStep
+from mz_jax.envs.envpool_adapter import ENVPOOL_PREFIX, make_envpool
+from mz_jax.envs.gymnasium_adapter import GYMNASIUM_PREFIX, make_gymnasium
 from mz_jax.envs.gymnax_adapter import GYMNAX_PREFIX, gymnax_catalog, gymnax_ids, make_gymnax
-from mz_jax.envs.host import ENVPOOL_PREFIX, GYMNASIUM_PREFIX, make_envpool, make_gymnasium
 from mz_jax.envs.pgx_adapter import MORE_THAN_TWO_PLAYERS, PGX_PREFIX, make_pgx, pgx_ids
 from mz_jax.envs.toy import TOY_ENVS, TOY_PREFIX
 from mz_jax.envs.wrappers import repeat_action

@@ -2,7 +2,9 @@
 
 ``make_env("gymnasium:CartPole-v1")`` (any id gymnasium's registry holds, and its ``module:EnvId``
 form, ``"gymnasium:my_envs:Corridor-v0"``, where importing ``my_envs`` registers ``Corridor-v0``)
-and ``make_env("envpool:Pong-v5")`` (any of envpool's tasks) give an :class:`~mz_jax.envs.Env`
+and ``make_env("envpool:Pong-v5")`` (any of envpool's tasks; the two backends are
+:mod:`~mz_jax.envs.gymnasium_adapter` and :mod:`~mz_jax.envs.envpool_adapter`, this module what
+they share) give an :class:`~mz_jax.envs.Env`
 whose ``reset`` and ``step`` are ``jax.pure_callback`` calls into Python: the compiled programs
 (self-play under ``lax.scan``, the evaluation's loop, several seeds under ``vmap``, the devices
 under ``shard_map``) call back to the host once per step for the whole batch of environments they
@@ -36,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import warnings
 from typing import Any, Protocol
 
 import jax
@@ -45,7 +46,6 @@ import numpy as np
 
 from mz_jax.envs.base import Env, EnvState, TimeStep
 
-GYMNASIUM_PREFIX = "gymnasium:"
 SAME_AS_GYMNAX = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 """gymnasium's classic-control ids whose dynamics, observations and rewards are those of the gymnax
 environment of the same id (gymnax ports them), made without keyword arguments."""
@@ -151,63 +151,6 @@ class EnvFailure(Exception):
     def __init__(self, index: int, error: Exception):
         super().__init__(index, error)
         self.index, self.error = int(index), error
-
-
-class GymnasiumBatch:
-    """n gymnasium environments stepped one after the other."""
-
-    def __init__(self, make, count: int):
-        self.envs = [make() for _ in range(count)]
-
-    def reset(self, indices, seeds):
-        observations = []
-        for i, seed in zip(indices, seeds, strict=True):
-            try:
-                observations.append(self.envs[i].reset(seed=int(seed))[0])
-            except Exception as error:
-                raise EnvFailure(i, error) from error
-        return np.stack(observations)
-
-    def step(self, indices, actions):
-        rows = []
-        for i, action in zip(indices, actions, strict=True):
-            try:
-                rows.append(self.envs[i].step(int(action))[:4])
-            except Exception as error:
-                raise EnvFailure(i, error) from error
-        observations, rewards, terminated, truncated = zip(*rows, strict=True)
-        return np.stack(observations), rewards, terminated, truncated
-
-    def close(self):
-        for env in self.envs:
-            try:
-                env.close()
-            except Exception:  # closing is best effort
-                pass
-
-
-class EnvpoolBatch:
-    """n environments of one envpool instance (its synchronous API, subsets by ``env_id``); seeded
-    once, at creation, from the first key (envpool seeds each environment from it)."""
-
-    def __init__(self, make, count: int, seed: int):
-        self.pool = make(count, seed)
-
-    def reset(self, indices, seeds):
-        observations, _ = self.pool.reset(np.asarray(indices, np.int32))
-        return observations
-
-    def step(self, indices, actions):
-        observations, rewards, terminated, truncated, _ = self.pool.step(
-            np.asarray(actions), np.asarray(indices, np.int32)
-        )
-        return observations, rewards, terminated, truncated
-
-    def close(self):
-        try:
-            self.pool.close()
-        except Exception:
-            pass
 
 
 class HostEnv:
@@ -346,7 +289,7 @@ class HostEnv:
         return tuple(x.reshape(tuple(shape) + x.shape[1:]) for x in out)
 
 
-def _gymnasium():
+def gymnasium_module():
     try:
         import gymnasium
     except ImportError as error:  # pragma: no cover - gymnasium is a dependency of gymnax
@@ -356,10 +299,10 @@ def _gymnasium():
     return gymnasium
 
 
-def _encoder(name: str, space: Any) -> tuple[tuple[int, ...], Any]:
+def encoder(name: str, space: Any) -> tuple[tuple[int, ...], Any]:
     """The observation shape and the encoder (``[k, ...]`` observations to float32 ``[k,
     *shape]``) of a gymnasium observation space."""
-    spaces = _gymnasium().spaces
+    spaces = gymnasium_module().spaces
     if isinstance(space, spaces.Box):
         shape = tuple(int(n) for n in space.shape)
         return shape, lambda batch: np.asarray(batch, np.float32).reshape(-1, *shape)
@@ -373,143 +316,12 @@ def _encoder(name: str, space: Any) -> tuple[tuple[int, ...], Any]:
     )
 
 
-def _make_function(name: str, env_id: str, max_episode_steps: int | None, kwargs: dict):
-    gymnasium = _gymnasium()
-    arguments = dict(kwargs)
-    if max_episode_steps is not None:
-        arguments["max_episode_steps"] = max_episode_steps
-
-    def make():
-        return gymnasium.make(env_id, **arguments)
-
-    try:
-        probe = make()
-    except ModuleNotFoundError as error:
-        module = env_id.split(":", 1)[0]
-        raise ValueError(
-            f"{name}: importing the module {module!r} that registers it failed: {error}"
-        ) from error
-    except gymnasium.error.Error as error:
-        raise ValueError(
-            f"{name}: {error} (gymnasium's registry: gymnasium.pprint_registry(); a module of your "
-            "own that registers it: 'gymnasium:my_module:MyEnv-v0')"
-        ) from error
-    except TypeError as error:
-        raise ValueError(f"{name}: bad keyword arguments {sorted(kwargs)}: {error}") from error
-    return make, probe
-
-
-def _check_actions(name: str, action_space: Any) -> None:
-    if not isinstance(action_space, _gymnasium().spaces.Discrete):
+def check_actions(name: str, action_space: Any) -> None:
+    if not isinstance(action_space, gymnasium_module().spaces.Discrete):
         raise ValueError(
             f"{name}: its action space {action_space} is not supported; allowed a Discrete "
             "space (continuous actions need Sampled MuZero, not yet in mz_jax)"
         )
-
-
-def make_gymnasium(
-    env_id: str, max_episode_steps: int | None = None, kwargs: dict | None = None
-) -> Env:
-    """The gymnasium environment ``env_id`` as an :class:`~mz_jax.envs.Env` stepped on the host,
-    one gymnasium environment per self-play environment.
-
-    Args:
-      env_id: an id of gymnasium's registry, or ``module:EnvId``.
-      max_episode_steps: a time limit in transitions (gymnasium's ``TimeLimit``); None keeps the
-        registered one.
-      kwargs: passed to ``gymnasium.make``.
-
-    Raises:
-      ValueError: an id gymnasium does not know, a module that fails to import, or a space the
-        agent cannot drive, naming the environment and what is supported.
-    """
-    name = GYMNASIUM_PREFIX + env_id
-    make, probe = _make_function(name, env_id, max_episode_steps, kwargs or {})
-    try:
-        action_space = probe.action_space
-        _check_actions(name, action_space)
-        observation_shape, encode = _encoder(name, probe.observation_space)
-        limit = probe.spec.max_episode_steps if probe.spec is not None else None
-    finally:
-        probe.close()
-    host = HostEnv(
-        name, lambda seeds: GymnasiumBatch(make, len(seeds)), encode, int(action_space.start)
-    )
-    same = env_id if env_id in SAME_AS_GYMNAX and not kwargs else None
-    return host_env(host, int(action_space.n), observation_shape, limit, same_as_gymnax=same)
-
-
-ENVPOOL_PREFIX = "envpool:"
-
-
-def make_envpool(
-    task: str, max_episode_steps: int | None = None, kwargs: dict | None = None
-) -> Env:
-    """envpool's task ``task`` (``Pong-v5``, ``Breakout-v5``, ``CartPole-v1``, ...) as an
-    :class:`~mz_jax.envs.Env` stepped on the host: each ``reset`` batch is one envpool instance
-    of that many environments, stepped through its synchronous API (C++ threads step them in
-    parallel), seeded from the batch's first key.
-
-    Observations of rank 3 with the channels first (Atari's stacked frames, ``[4, 84, 84]``) are
-    given channels last (``[84, 84, 4]``), as the ResNet reads images.
-
-    Args:
-      task: one of ``envpool.list_all_envs()``.
-      max_episode_steps: a time limit in transitions (envpool's option); None keeps the task's.
-      kwargs: envpool's options of the task (``img_height=96``, ``gray_scale=False``, ...).
-
-    Raises:
-      ValueError: envpool not installed, a task it does not know (with close matches), options
-        it refuses, or a space the agent cannot drive.
-    """
-    name = ENVPOOL_PREFIX + task
-    try:
-        import envpool
-    except ImportError as error:
-        raise ValueError(
-            f"{name}: envpool is not installed: pip install 'mz-jax[atari]' (envpool and ale-py)"
-        ) from error
-    tasks = envpool.list_all_envs()
-    if task not in tasks:
-        import difflib
-
-        close = difflib.get_close_matches(task, tasks, n=5, cutoff=0.5)
-        hint = f"; close matches: {', '.join(close)}" if close else ""
-        raise ValueError(f"{name}: envpool has no task {task!r} (envpool.list_all_envs()){hint}")
-    options = dict(kwargs or {})
-    if max_episode_steps is not None:
-        options["max_episode_steps"] = max_episode_steps
-
-    def make(count: int, seed: int):
-        with warnings.catch_warnings():  # gymnasium's note that envpool's float64 bounds are cast
-            warnings.simplefilter("ignore", UserWarning)
-            return envpool.make(task, env_type="gymnasium", num_envs=count, seed=seed, **options)
-
-    try:
-        probe = make(1, 0)
-    except (TypeError, ValueError, RuntimeError) as error:
-        raise ValueError(
-            f"{name}: envpool refused the options {sorted(options)}: {error}"
-        ) from None
-    try:
-        action_space = probe.action_space
-        _check_actions(name, action_space)
-        observation_shape, encode = _encoder(name, probe.observation_space)
-        limit = getattr(probe.spec.config, "max_episode_steps", None)
-    finally:
-        probe.close()
-    if len(observation_shape) == 3 and observation_shape[0] < min(observation_shape[1:]):
-        channels_first = encode
-        observation_shape = (*observation_shape[1:], observation_shape[0])
-        encode = lambda batch: np.moveaxis(channels_first(batch), 1, -1)
-    host = HostEnv(
-        name,
-        lambda seeds: EnvpoolBatch(make, len(seeds), seeds[0]),
-        encode,
-        int(action_space.start),
-    )
-    same = task if task in SAME_AS_GYMNAX and not kwargs else None
-    return host_env(host, int(action_space.n), observation_shape, limit, same_as_gymnax=same)
 
 
 def host_env(

@@ -12,21 +12,16 @@ Tuning record: benchmarks/tuning/backgammon.md. Results: benchmarks/RESULTS-gpu.
 from mz_jax.config import TrainConfig
 from mz_jax.config.overrides import override
 from mz_jax.config.presets import backgammon
+from mz_jax.config.presets.game_2048_gpu import ONE_ACCELERATOR
 
 
 def config() -> TrainConfig:
     return override(
         backgammon.config(),
         {
-            "num_envs": 1_024,
-            "rollout_length": 2,
-            "updates_per_iteration": 16,
-            "batch_size": 1_024,
+            **ONE_ACCELERATOR,
             "total_env_steps": 4_000_000,
-            "replay_capacity": 262_144,  # 128 iterations of 2,048 moves
-            "warmup_updates": 50,
             "eval_every_env_steps": 200_000,
-            "unroll_learner": False,
             "network.hidden_sizes": (256, 256),
             "network.latent_size": 128,
         },

@@ -14,21 +14,16 @@ Tuning record: benchmarks/tuning/connect_four.md. Results: benchmarks/RESULTS-gp
 from mz_jax.config import TrainConfig
 from mz_jax.config.overrides import override
 from mz_jax.config.presets import connect_four
+from mz_jax.config.presets.game_2048_gpu import ONE_ACCELERATOR
 
 
 def config() -> TrainConfig:
     return override(
         connect_four.config(),
         {
-            "num_envs": 1_024,
-            "rollout_length": 2,
-            "updates_per_iteration": 16,
-            "batch_size": 1_024,
+            **ONE_ACCELERATOR,
             "total_env_steps": 2_000_000,
-            "replay_capacity": 262_144,  # 128 iterations of 2,048 moves
-            "warmup_updates": 50,
             "eval_every_env_steps": 100_000,
-            "unroll_learner": False,  # a GPU runs loops well, and they compile faster
             "network.kind": "resnet",
             "network.channels": 64,
             "network.num_blocks": 3,

@@ -14,20 +14,26 @@ from mz_jax.config import TrainConfig
 from mz_jax.config.overrides import override
 from mz_jax.config.presets import game_2048
 
+ONE_ACCELERATOR = {
+    "num_envs": 1_024,
+    "rollout_length": 2,
+    "updates_per_iteration": 16,
+    "batch_size": 1_024,
+    "replay_capacity": 262_144,  # 128 iterations of 2,048 moves
+    "warmup_updates": 50,
+    "unroll_learner": False,  # a GPU runs loops well, and they compile faster
+}
+"""The sizes the board and chance games' GPU presets share: 1,024 games x 2 moves an iteration,
+then 16 updates of 1,024 sequences (eight sampled sequences per move)."""
+
 
 def config() -> TrainConfig:
     return override(
         game_2048.config(),
         {
-            "num_envs": 1_024,
-            "rollout_length": 2,
-            "updates_per_iteration": 16,
-            "batch_size": 1_024,
+            **ONE_ACCELERATOR,
             "total_env_steps": 2_000_000,
-            "replay_capacity": 262_144,  # 128 iterations of 2,048 moves
-            "warmup_updates": 50,
             "eval_every_env_steps": 100_000,
-            "unroll_learner": False,
             "network.hidden_sizes": (256, 256),
             "network.latent_size": 128,
         },
