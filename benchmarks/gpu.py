@@ -740,6 +740,28 @@ def setup_commands(lease_command: str = LEASE_COMMAND) -> list[str]:
     return [download, f"{install} && {lease_command}"]
 
 
+def print_setup(lease_command: str) -> None:
+    """Prints :func:`setup_commands` for ``lease_command``, each after what it is for."""
+    download, lease = setup_commands(lease_command)
+    print("# here, in the repository root: the wheels the GPU image lacks, into .whl/")
+    print(download)
+    print("# on the GPU machine, in the repository root, in each call (carry .whl): install, run")
+    print(lease)
+
+
+def out_dir_of(out_dir: Path | None, *, smoke: bool, name: str) -> Path:
+    """The output folder, made: ``out_dir``, else a fresh temporary one for a smoke run (CI never
+    writes into the repository), else ``benchmarks/<name>``."""
+    if out_dir is None:
+        out_dir = (
+            Path(tempfile.mkdtemp(prefix=f"mz_jax_{name}_smoke_"))
+            if smoke
+            else REPO / "benchmarks" / name
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir
+
+
 # --------------------------------------------------------------------------------------------------
 # The command line.
 
@@ -833,23 +855,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if args.print_setup:
-        download, lease = setup_commands()
-        print("# here, in the repository root: the wheels the GPU image lacks, into .whl/")
-        print(download)
-        print("# on the GPU machine, in the repository root (carry .whl): install them, then run")
-        print(lease)
+        print_setup(LEASE_COMMAND)
         return 0
     if "suite" in args.parts and not args.smoke:
         # Before JAX starts its GPU client: the suite's own process needs memory too.
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     settings = Settings.smoke_run() if args.smoke else Settings()
-    if args.out_dir is None:
-        args.out_dir = (
-            Path(tempfile.mkdtemp(prefix="mz_jax_gpu_smoke_"))
-            if args.smoke
-            else REPO / "benchmarks" / "gpu"
-        )
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    args.out_dir = out_dir_of(args.out_dir, smoke=args.smoke, name="gpu")
     if args.suite_workdir is None:
         args.suite_workdir = args.out_dir / "minatar_suite"
     results_path = args.out_dir / RESULTS_FILE

@@ -73,19 +73,20 @@ import jax
 import numpy as np
 from common import format_table
 from gpu import (
-    REPO,
     SMOKE_SHRINK,
     Budget,
     earlier_runs,
     log,
     new_record,
+    out_dir_of,
+    print_setup,
     run_until,
-    setup_commands,
 )
 
 from mz_jax.config.overrides import override
 from mz_jax.config.presets import load_preset
 from mz_jax.mcts import baseline
+from mz_jax.run.records import read_metrics
 from mz_jax.run.workdir import RESULTS_FILE, write_atomically
 from mz_jax.suite import aggregate
 
@@ -226,15 +227,7 @@ def run_config(run: Run, num_seeds: int, settings: Settings):
 
 def env_steps_done(workdir: Path) -> int:
     """Env steps of the newest record of a run's ``metrics.jsonl`` (0 without one)."""
-    path = workdir / "metrics.jsonl"
-    steps = 0
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                steps = max(steps, int(json.loads(line).get("env_steps", 0)))
-            except (ValueError, TypeError, AttributeError):
-                continue
-    return steps
+    return max((int(r.get("env_steps", 0)) for r in read_metrics(workdir)), default=0)
 
 
 def train(run: Run, game: Game, settings: Settings, workdir: Path, budget: Budget) -> dict:
@@ -575,22 +568,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if args.print_setup:
-        download, lease = setup_commands(LEASE_COMMAND)
-        print("# here, in the repository root: the wheels the GPU image lacks, into .whl/")
-        print(download)
-        print("# on the GPU machine, in each call (carry .whl): install them, then run")
-        print(lease)
+        print_setup(LEASE_COMMAND)
         return 0
     # Before JAX starts its GPU client: the training runs' processes need memory too.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     settings = Settings(smoke=args.smoke)
-    if args.out_dir is None:
-        args.out_dir = (
-            Path(tempfile.mkdtemp(prefix="mz_jax_games_smoke_"))
-            if args.smoke
-            else REPO / "benchmarks" / "games"
-        )
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    args.out_dir = out_dir_of(args.out_dir, smoke=args.smoke, name="games")
     workdir = args.workdir or args.out_dir / "runs"
     for name in args.games:  # a bad preset or field fails here, before anything trains
         for run in GAMES[name].runs:

@@ -18,7 +18,6 @@ import shutil
 from pathlib import Path
 
 import jax
-import numpy as np
 
 from mz_jax.config.train import TrainConfig
 from mz_jax.run import checkpoint as checkpoint_lib
@@ -112,4 +111,4 @@ def export_agent(
 
 def directory_bytes(directory: str | Path) -> int:
     """The bytes of the files under ``directory``."""
-    return int(np.sum([p.stat().st_size for p in Path(directory).rglob("*") if p.is_file()] or [0]))
+    return sum(p.stat().st_size for p in Path(directory).rglob("*") if p.is_file())
