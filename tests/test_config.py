@@ -387,7 +387,7 @@ class _Unacceptable:
 
 
 # The fields TrainConfig checks by hand rather than by a rule of mz_jax.core.validation.
-_CHECKED_BY_HAND = {"env", "search", "network", "temperature_schedule"}
+_CHECKED_BY_HAND = {"env", "env_options", "search", "network", "temperature_schedule"}
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,10 @@ corridor and against gymnax's CartPole, its errors, and a run that trains, fails
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import gymnasium
@@ -180,10 +182,12 @@ def test_a_resumed_run_keeps_its_learning_and_restarts_its_episodes(tmp_path):
     assert max(r.get("env_steps", 0) for r in records) == 128
 
 
-def test_the_cli_trains_a_users_module_and_reports_a_failing_step(tmp_path):
+def test_the_cli_trains_a_users_module_resumes_after_kill_9_and_reports_a_failing_step(tmp_path):
     """``mz-jax train --env gymnasium:module:Id`` in a child process (the module imported by name
-    from PYTHONPATH); the broken corridor, whose environments fail in the third iteration, ends
-    in one line with status 2, and the checkpoint of its first iteration restores."""
+    from PYTHONPATH), killed with SIGKILL after its third checkpoint: the same command resumes from
+    the newest checkpoint, its updates, optimiser count and replay rows as they were saved. The
+    broken corridor, whose environments fail in the third iteration, ends in one line with status
+    2, and the checkpoint of its first iteration restores."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
@@ -197,14 +201,44 @@ def test_the_cli_trains_a_users_module_and_reports_a_failing_step(tmp_path):
         "--search.num-simulations", "4",
     ]  # fmt: skip
 
-    def train(name: str, steps: int, workdir: Path):
+    def command(name: str, steps: int, workdir: Path) -> list[str]:
         command = [sys.executable, "-m", "mz_jax.cli.main", "train", "--config", "cartpole"]
         command += ["--env", name, "--workdir", str(workdir), "--total-env-steps", str(steps)]
-        return subprocess.run(command + flags, env=env, capture_output=True, text=True, timeout=600)
+        return command + flags
 
-    done = train(CORRIDOR, 32, tmp_path / "corridor")
+    def train(name: str, steps: int, workdir: Path):
+        return subprocess.run(
+            command(name, steps, workdir), env=env, capture_output=True, text=True, timeout=600
+        )
+
+    workdir = tmp_path / "corridor"
+    saving = ["--checkpoint-every-seconds", "0", "--keep-checkpoints", "2"]  # every iteration
+    child = subprocess.Popen(
+        command(CORRIDOR, 16 * 1_000, workdir) + saving,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 300
+    while not (workdir / "checkpoints" / "3").is_dir() and child.poll() is None:
+        assert time.monotonic() < deadline, "no third checkpoint in 300 s"
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    assert child.wait(timeout=60) == -signal.SIGKILL
+    saved = restore_run_state(workdir)  # the newest checkpoint that is complete
+    iterations = int(saved.state.iteration)
+    assert iterations >= 3
+    done = train(CORRIDOR, 16 * (iterations + 1), workdir)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "done: 32 env steps" in done.stdout
+    assert f"resumed from checkpoint {iterations} " in done.stdout
+    resumed = restore_run_state(workdir)
+    assert int(resumed.state.iteration) == iterations + 1
+    assert int(resumed.state.train.step) == int(saved.state.train.step) + 1
+    rows = iterations * 4  # rollout_length 4: the rows the killed run had written
+    for name in ("observation", "action", "reward", "policy", "terminated"):
+        old = np.asarray(getattr(saved.state.replay.data, name))[:rows]
+        new = np.asarray(getattr(resumed.state.replay.data, name))[:rows]
+        np.testing.assert_array_equal(new, old, err_msg=name)
 
     broken = train("gymnasium:_corridor:BrokenCorridor-v0", 64, tmp_path / "broken")
     assert broken.returncode == 2, broken.stderr[-2000:]
@@ -232,7 +266,7 @@ def seed_of(key) -> int:
     return ((high << 32) | low) % (2**31 - 1)
 
 
-def test_envpool_pong_gives_envpool_frames_channels_last():
+def test_envpool_pong_gives_envpool_frames_channels_last_in_0_1():
     envpool = pytest.importorskip("envpool")
     env = make_env("envpool:Pong-v5")
     assert (env.num_actions, env.observation_shape) == (6, (84, 84, 4))
@@ -240,13 +274,16 @@ def test_envpool_pong_gives_envpool_frames_channels_last():
     state, timestep = jax.jit(jax.vmap(env.reset))(keys)
     raw = envpool.make("Pong-v5", env_type="gymnasium", num_envs=2, seed=seed_of(keys[0]))
     frames, _ = raw.reset()
-    np.testing.assert_array_equal(timestep.observation, np.moveaxis(frames, 1, -1))
+    assert frames.dtype == np.uint8 and frames.max() > 1
+    # The 8-bit pixels times float32(1 / 255).
+    pixels = lambda frames: np.moveaxis(frames, 1, -1).astype(np.float32) * np.float32(1 / 255)
+    np.testing.assert_array_equal(timestep.observation, pixels(frames))
     step = jax.jit(jax.vmap(env.step))
     for t, action in enumerate([1, 2, 3, 0, 5]):
         actions = np.full(2, action, np.int32)
         state, timestep = step(jax.random.split(jax.random.key(t), 2), state, actions)
         frames, rewards, *_ = raw.step(actions)
-        np.testing.assert_array_equal(timestep.observation, np.moveaxis(frames, 1, -1))
+        np.testing.assert_array_equal(timestep.observation, pixels(frames))
         np.testing.assert_array_equal(timestep.reward, rewards)
     env.host.close()
 
@@ -285,3 +322,21 @@ def test_envpool_refuses_what_it_cannot_make():
         make_env("envpool:Pongg-v5")
     with pytest.raises(ValueError, match="envpool:Pendulum-v1: its action space Box"):
         make_env("envpool:Pendulum-v1")
+
+
+def test_env_options_reach_the_constructor_read_as_literals():
+    pytest.importorskip("envpool")
+    from mz_jax.config import TrainConfig
+    from mz_jax.training.build import make_run_env
+
+    options = (("img_height", "96"), ("img_width", "96"), ("gray_scale", "False"), ("x", "y z"))
+    config = TrainConfig(env="envpool:Pong-v5", env_options=options)
+    assert config.env_kwargs == {"img_height": 96, "img_width": 96, "gray_scale": False, "x": "y z"}
+    colour = override(config, {"env_options": options[:3]})
+    env = make_run_env(colour)
+    # 96x96 colour frames, 4 of them stacked: 12 channels, last.
+    assert env.observation_shape == (96, 96, 12)
+    with pytest.raises(ValueError, match=r"envpool refused the options \['x'"):
+        make_run_env(override(config, {"env_options": (("x", "1"),)}))
+    with pytest.raises(ValueError, match=r"'env_options' = \(\('img height', '96'\),\) is invalid"):
+        TrainConfig(env_options=(("img height", "96"),))

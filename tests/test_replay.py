@@ -372,6 +372,33 @@ def test_bytes_per_transition_by_hand():
     assert replay.bytes_per_transition(shapes) == expected
 
 
+def test_uint8_observations_hold_eight_bit_images_exactly_and_clip_the_rest():
+    """Stored as uint8, an observation ``k * float32(1 / 255)`` reads back as the same float32; values outside
+    [0, 1] read back clipped, and one between two levels at the nearest (half to even)."""
+    num_envs, steps = 2, 4
+    example = _example()._replace(observation=jax.ShapeDtypeStruct((130,), jnp.uint8))
+    state = replay.init(example, capacity=steps * num_envs, num_envs=num_envs)
+    pixels = np.float32(np.arange(0, 256, 2)) * np.float32(1 / 255)  # 128 levels, as a frame's
+    observation = np.concatenate([pixels, np.float32([-0.25, 1.5])])
+    rollout = _rollout(0, steps, num_envs)
+    rollout = rollout._replace(observation=np.broadcast_to(observation, (steps, num_envs, 130)))
+    state = _jit_add(state, rollout)
+    assert state.data.observation.dtype == jnp.uint8
+    np.testing.assert_array_equal(state.data.observation[0, 0, :3], [0, 2, 4])
+    windows, _, _ = _jit_sample(state, jax.random.key(0), 1.0, 1.0, batch_size=3, window_length=2)
+    assert windows.observation.dtype == jnp.float32
+    np.testing.assert_array_equal(
+        windows.observation[..., :128], np.broadcast_to(pixels, (3, 2, 128))
+    )
+    np.testing.assert_array_equal(
+        windows.observation[..., 128:], np.broadcast_to([0.0, 1.0], (3, 2, 2))
+    )
+    between = replay.encode(jnp.float32([127.5 / 255, 0.3]), jnp.uint8)
+    np.testing.assert_array_equal(between, [128, 76])  # 76.5 -> 76 (even); 127.5 -> 128 (even)
+    # A quarter of float32's bytes for the observation: 130 instead of 520.
+    assert replay.bytes_per_transition(example) == replay.bytes_per_transition(_example()) - 8 + 130
+
+
 def test_bad_arguments_raise_value_error():
     with pytest.raises(ValueError, match=r"capacity .* got 3"):
         replay.init(_example(), capacity=3, num_envs=4)

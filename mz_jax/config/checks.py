@@ -34,6 +34,15 @@ def check_train_config(config: Any) -> None:
         fail("stochastic", config.stochastic, "a mz_jax.config.StochasticConfig")
     if not isinstance(config.env, str) or ":" not in config.env:
         fail("env", config.env, "'gymnax:<id>' or 'pgx:<id>' (run `mz-jax envs` for the list)")
+    options = config.env_options
+    if not isinstance(options, tuple | list) or any(
+        not isinstance(pair, tuple | list)
+        or len(pair) != 2
+        or not (isinstance(pair[0], str) and pair[0].isidentifier())
+        or not isinstance(pair[1], str)
+        for pair in options
+    ):
+        fail("env_options", options, "(name, value) pairs of text, names Python identifiers")
     # init traces seed + i as an int32 for each of the num_seeds runs.
     validation.check("seed", config.seed)
     seeds = validation.integer(1, 2**31 - config.seed)

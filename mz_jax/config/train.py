@@ -8,8 +8,9 @@ docs/options.md describes every field in full.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
-from typing import Literal
+from typing import Any, Literal
 
 from mz_jax.config.checks import check_train_config
 from mz_jax.config.network import NetworkConfig
@@ -30,8 +31,11 @@ class TrainConfig:
     """
 
     env: str = "gymnax:CartPole-v1"
-    """Environment name: 'gymnax:<id>', 'pgx:<id>', or 'gymnasium:<id>' stepped in Python (see `mz-jax
-    envs`)."""
+    """Environment name: 'gymnax:<id>', 'pgx:<id>', or 'gymnasium:<id>' and 'envpool:<task>' stepped
+    in Python (see `mz-jax envs`)."""
+    env_options: tuple[tuple[str, str], ...] = ()
+    """Keyword arguments of the environment's constructor as NAME VALUE pairs, each value read as a
+    Python literal (96, False) where it is one, else as text."""
     max_episode_steps: int | None = None
     """Time limit in environment steps (truncation); None keeps the environment's own."""
     action_repeat: int = 1
@@ -52,6 +56,9 @@ class TrainConfig:
     iterations_per_call: int = 1
     """Iterations per call of the compiled step (a lax.scan), so the host fetches metrics once per
     call."""
+    overlap_acting: bool | None = None
+    """Act in a thread while the learner trains on the previous rollout (Sebulba), with parameters
+    one iteration older; None: on for environments stepped in Python."""
     updates_per_iteration: int = 4
     """Learner updates per iteration: with rollout_length and num_envs it sets the replay ratio."""
     batch_size: int = 128
@@ -66,6 +73,9 @@ class TrainConfig:
 
     replay_capacity: int = 50_000
     """Replay size in transitions, all devices together."""
+    replay_observation_dtype: Literal["float32", "uint8"] = "float32"
+    """How the replay stores observations: 'uint8' keeps round(255 x) of x clipped to [0, 1], a
+    quarter of the memory, exact for 8-bit images."""
     min_replay_steps: int = 0
     """Environment steps per environment collected before the first update (0: as soon as one
     sequence fits)."""
@@ -204,6 +214,11 @@ class TrainConfig:
         return self.num_unroll_steps + 1 if self.sample_newest_steps else self.window_length
 
     @property
+    def env_kwargs(self) -> dict[str, Any]:
+        """``env_options`` as the keyword arguments of the environment's constructor."""
+        return {name: _literal(value) for name, value in self.env_options}
+
+    @property
     def env_steps_per_iteration(self) -> int:
         """Environment steps of one iteration, all environments together (``action_repeat`` per
         decision; a repeat cut short by the end of an episode counts in full)."""
@@ -243,3 +258,11 @@ class TrainConfig:
     def replace(self, **changes) -> TrainConfig:
         """A copy with ``changes`` (validated again)."""
         return dataclasses.replace(self, **changes)
+
+
+def _literal(text: str) -> Any:
+    """``text`` as the Python literal it spells (``96``, ``False``, ``0.25``), else as itself."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text

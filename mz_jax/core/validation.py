@@ -170,6 +170,8 @@ RULES: dict[str, Rule] = {
     "consistency_target_params": boolean(),
     "hidden_grad_scale": _FRACTION,
     "unroll_learner": optional(boolean()),
+    "overlap_acting": optional(boolean()),
+    "replay_observation_dtype": one_of("float32", "uint8"),
     "max_consecutive_nonfinite": _POSITIVE,
     # Acting.
     "random_action_probability": _FRACTION,

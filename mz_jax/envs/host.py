@@ -23,7 +23,8 @@ observation of the next episode, with the observation the step reached in ``fina
 run starts new episodes (:func:`mz_jax.run.start.start_run`).
 
 Supported spaces: a ``Discrete`` action space (``start`` offsets the actions); a ``Box``
-observation (vectors and images, cast to float32) or a ``Discrete`` one (one-hot). A time limit
+observation (vectors, cast to float32, and images: a ``uint8`` Box is scaled by 1/255 into [0, 1])
+or a ``Discrete`` one (one-hot). A time limit
 (gymnasium's ``max_episode_steps``, envpool's option, or the argument) truncates episodes. The ids
 of :data:`SAME_AS_GYMNAX` take the reward bound and the mirror symmetry of the gymnax environment
 of the same id; any other has no reward bound (None) and no mirror symmetry.
@@ -301,10 +302,14 @@ def gymnasium_module():
 
 def encoder(name: str, space: Any) -> tuple[tuple[int, ...], Any]:
     """The observation shape and the encoder (``[k, ...]`` observations to float32 ``[k,
-    *shape]``) of a gymnasium observation space."""
+    *shape]``) of a gymnasium observation space: a ``uint8`` Box (images) is scaled by 1/255 into
+    [0, 1], any other Box is cast, a Discrete space is one-hot."""
     spaces = gymnasium_module().spaces
     if isinstance(space, spaces.Box):
         shape = tuple(int(n) for n in space.shape)
+        if space.dtype == np.uint8:  # as the replay reads uint8 (mz_jax.training.replay.decode)
+            scale = np.float32(1 / 255)
+            return shape, lambda batch: np.asarray(batch, np.float32).reshape(-1, *shape) * scale
         return shape, lambda batch: np.asarray(batch, np.float32).reshape(-1, *shape)
     if isinstance(space, spaces.Discrete):
         n, start = int(space.n), int(space.start)

@@ -139,6 +139,7 @@ def _run_training(
         raise
     finally:
         try:
+            trainer.close()  # the actor thread of an overlapped step
             run.checkpointer.close()  # raises a failure of the last save, unless raised already
         finally:
             run.logger.close()

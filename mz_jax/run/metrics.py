@@ -41,6 +41,11 @@ field                           scope            meaning
 ``actor/temperature``           last iteration   the acting temperature
 ``actor/nonfinite_env_steps``   last iteration   steps with a non-finite observation or reward
 ``replay/beta``                 last iteration   the importance-sampling exponent
+``overlap/learner_wait``        last iteration   the share of the iteration's wall time the learner
+                                                 waited for the actor's rollout (overlapped runs,
+                                                 ``overlap_acting``, only)
+``overlap/actor_wait``          last iteration   the share of it the actor thread had no rollout
+                                                 to play (overlapped runs only)
 ``train/episodes``              log window       self-play episodes that ended
 ``train/episode_return``        log window       their mean return (null if none ended)
 ``train/episode_length``        log window       their mean length (null if none ended)

@@ -8,7 +8,7 @@ of the Podracer paper (Hessel et al., 2021). Everything the target builder needs
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -317,19 +317,22 @@ def _final(timestep: TimeStep, record: bool) -> dict[str, Array]:
     }
 
 
-def transition_spec(env: Env, *, final_observation: bool = False) -> Trajectory:
+def transition_spec(
+    env: Env, *, final_observation: bool = False, observation_dtype: Any = jnp.float32
+) -> Trajectory:
     """The shapes and dtypes of one recorded transition of ``env`` (for sizing the replay).
 
     ``final_observation``: whether rollouts record the observation a truncated transition reached
     (``rollout(record_final_observation=True)``): it doubles the observations' memory, so it is
     kept only where reanalyse refreshes truncation bootstraps; else the field is a scalar
-    placeholder (orbax does not save arrays of size 0).
+    placeholder (orbax does not save arrays of size 0). ``observation_dtype``: how the replay
+    stores observations (uint8: :func:`mz_jax.training.replay.encode`).
     """
     num_actions = env.num_actions
     scalar = lambda dtype: jax.ShapeDtypeStruct((), dtype)
     observation_shape = tuple(env.observation_shape) if final_observation else ()
     return Trajectory(
-        observation=jax.ShapeDtypeStruct(tuple(env.observation_shape), jnp.float32),
+        observation=jax.ShapeDtypeStruct(tuple(env.observation_shape), observation_dtype),
         action=scalar(jnp.int32),
         reward=scalar(jnp.float32),
         terminated=scalar(jnp.bool_),
@@ -340,6 +343,6 @@ def transition_spec(env: Env, *, final_observation: bool = False) -> Trajectory:
         legal_action_mask=jax.ShapeDtypeStruct((num_actions,), jnp.bool_),
         bootstrap_value=scalar(jnp.float32),
         exploratory=scalar(jnp.bool_),
-        final_observation=jax.ShapeDtypeStruct(observation_shape, jnp.float32),
+        final_observation=jax.ShapeDtypeStruct(observation_shape, observation_dtype),
         final_player=scalar(jnp.int32),
     )

@@ -196,7 +196,7 @@ def make_run_env(config: TrainConfig) -> Env:
     Raises:
       ValueError: an unknown environment, or ``action_repeat`` > 1 for a two-player game.
     """
-    env = make_env(config.env, max_episode_steps=config.max_episode_steps)
+    env = make_env(config.env, max_episode_steps=config.max_episode_steps, **config.env_kwargs)
     if config.action_repeat > 1 and env.num_players != 1:
         raise ValueError(
             f"'action_repeat' = {config.action_repeat} is invalid for {env.name}: allowed 1 for a "

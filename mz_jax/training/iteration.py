@@ -67,7 +67,11 @@ def init(components: Components, seed: int | Array) -> RunState:
             repeat_exploration=acting.exploration_repeat_exponent is not None,
         ),
         replay=replay_lib.init(
-            actor_lib.transition_spec(env, final_observation=acting.record_final_observation),
+            actor_lib.transition_spec(
+                env,
+                final_observation=acting.record_final_observation,
+                observation_dtype=components.config.replay_observation_dtype,
+            ),
             capacity=components.config.replay_capacity,
             num_envs=acting.num_envs,
         ),
@@ -96,24 +100,80 @@ def random_action_probability_at(
 
 
 def iteration(components: Components, state: RunState) -> tuple[RunState, IterationMetrics]:
-    """One iteration on this device (call it under ``shard_map`` or ``pmap`` over ``'data'``)."""
-    config, acting, sampling = components.config, components.acting, components.sampling
-    key, iteration_key = jax.random.split(state.key)
+    """One iteration on this device (call it under ``shard_map`` or ``pmap`` over ``'data'``):
+    :func:`act` with the state's parameters, then :func:`learn` on what it played."""
+    actor, trajectory, actor_metrics, key = act(
+        components, state.train.params, state.actor, state.key, state.iteration
+    )
+    train, target_params, replay, metrics = learn(
+        components,
+        state.train,
+        state.target_params,
+        state.replay,
+        trajectory,
+        state.key,
+        state.iteration,
+    )
+    new_state = RunState(
+        train=train,
+        target_params=target_params,
+        actor=actor,
+        replay=replay,
+        key=key,
+        iteration=state.iteration + 1,
+    )
+    return new_state, with_actor_metrics(metrics, actor_metrics)
+
+
+def with_actor_metrics(learner_metrics: IterationMetrics, actor_metrics: dict) -> IterationMetrics:
+    """An iteration's record from :func:`learn`'s and :func:`act`'s, in the record's order."""
+    return {
+        "loss": learner_metrics["loss"],
+        "targets": learner_metrics["targets"],
+        "optim": learner_metrics["optim"],
+        "actor": actor_metrics,
+        "replay": learner_metrics["replay"],
+    }
+
+
+def _iteration_keys(key: Array) -> tuple[Array, Array, Array]:
+    """``(next_key, act_key, learn_key)`` of the iteration that starts with the run key ``key``:
+    the run key after it, and this device's keys for acting and for learning."""
+    key, iteration_key = jax.random.split(key)
     device_key = jax.random.fold_in(iteration_key, jax.lax.axis_index(AXIS))
     act_key, learn_key = jax.random.split(device_key)
-    env_steps = state.iteration.astype(jnp.float32) * config.env_steps_per_iteration
-    total_steps = config.total_env_steps
-    progress = (
-        jnp.minimum(env_steps / total_steps, 1.0) if total_steps else jnp.zeros((), jnp.float32)
-    )
-    temperature = temperature_at(acting.temperature_schedule, progress)
-    beta_start, beta_end = sampling.priority_beta
-    beta = beta_start + (beta_end - beta_start) * progress
+    return key, act_key, learn_key
 
+
+def _progress(components: Components, iteration: Array) -> Array:
+    """The fraction of ``total_env_steps`` done before ``iteration`` (0 for an endless run)."""
+    config = components.config
+    env_steps = iteration.astype(jnp.float32) * config.env_steps_per_iteration
+    if not config.total_env_steps:
+        return jnp.zeros((), jnp.float32)
+    return jnp.minimum(env_steps / config.total_env_steps, 1.0)
+
+
+def act(
+    components: Components,
+    params: Params,
+    actor: actor_lib.ActorState,
+    key: Array,
+    iteration: Array,
+) -> tuple[actor_lib.ActorState, Trajectory, dict, Array]:
+    """The acting half of iteration ``iteration`` on this device: ``rollout_length`` steps of its
+    environments with ``params``, searched with the iteration's temperature and ε. ``key`` is the
+    run key the iteration starts with. Returns the actor state after them, the trajectory
+    (leaves ``[T, E, ...]``), the ``actor`` metrics (summed over devices) and the run key after
+    the iteration."""
+    acting = components.acting
+    next_key, act_key, _ = _iteration_keys(key)
+    progress = _progress(components, iteration)
+    temperature = temperature_at(acting.temperature_schedule, progress)
     actor, trajectory, stats = actor_lib.rollout(
-        state.train.params,
+        params,
         act_key,
-        state.actor,
+        actor,
         env=components.env,
         network=components.network,
         search_config=components.search_config,
@@ -126,28 +186,55 @@ def iteration(components: Components, state: RunState) -> tuple[RunState, Iterat
         record_final_observation=acting.record_final_observation,
     )
     stats = jax.lax.psum(stats, AXIS)
-    replay = replay_lib.add(state.replay, trajectory)
+    metrics = {
+        "episodes": stats.episodes,
+        "episode_return_sum": stats.return_sum,
+        "episode_length_sum": stats.length_sum,
+        "nonfinite_env_steps": stats.nonfinite,
+        "temperature": temperature,
+    }
+    return actor, trajectory, metrics, next_key
 
-    learn = functools.partial(_learn, components, key=learn_key, beta=beta)
-    learner_state = (state.train, state.target_params, replay)
+
+def learn(
+    components: Components,
+    train: learner.TrainState,
+    target_params: Params,
+    replay: replay_lib.ReplayState,
+    trajectory: Trajectory,
+    key: Array,
+    iteration: Array,
+) -> tuple[learner.TrainState, Params, replay_lib.ReplayState, IterationMetrics]:
+    """The learning half of iteration ``iteration`` on this device: adds ``trajectory`` to the
+    replay, then runs ``updates_per_iteration`` updates once the replay is ready (none before).
+    ``key`` is the run key the iteration starts with (as for :func:`act`). Returns the train
+    state, target parameters and replay after them, and the iteration's metrics but ``actor``."""
+    sampling = components.sampling
+    _, _, learn_key = _iteration_keys(key)
+    beta_start, beta_end = sampling.priority_beta
+    beta = beta_start + (beta_end - beta_start) * _progress(components, iteration)
+    replay = replay_lib.add(replay, trajectory)
+
+    learn_updates = functools.partial(_learn, components, key=learn_key, beta=beta)
+    learner_state = (train, target_params, replay)
     if sampling.updates_per_iteration == 0:
-        train, target_params, replay, update_metrics = _skip(learn, *learner_state)
+        train, target_params, replay, update_metrics = _skip(learn_updates, *learner_state)
     else:
         ready = replay_lib.can_sample(
             replay, window_length=sampling.window_length, written_rows=sampling.written_rows
         ) & (replay.num_written >= sampling.min_replay_steps)
-        skip = functools.partial(_skip, learn)
+        skip = functools.partial(_skip, learn_updates)
         if components.unroll_learner:
             # No branch either: XLA:CPU runs a convolution's gradient inside a conditional as
             # slowly as inside a loop, so the updates run every iteration and are dropped until
             # the replay is ready (the first few iterations of a run).
-            learned, skipped = learn(*learner_state), skip(*learner_state)
+            learned, skipped = learn_updates(*learner_state), skip(*learner_state)
             train, target_params, replay, update_metrics = jax.tree.map(
                 lambda new, old: jnp.where(ready, new, old), learned, skipped
             )
         else:
             train, target_params, replay, update_metrics = jax.lax.cond(
-                ready, learn, skip, *learner_state
+                ready, learn_updates, skip, *learner_state
             )
     consecutive, total = learner.nonfinite_counts(train.opt_state)
     metrics = {
@@ -158,24 +245,9 @@ def iteration(components: Components, state: RunState) -> tuple[RunState, Iterat
             "nonfinite_in_a_row": consecutive,
             "nonfinite_total": total,
         },
-        "actor": {
-            "episodes": stats.episodes,
-            "episode_return_sum": stats.return_sum,
-            "episode_length_sum": stats.length_sum,
-            "nonfinite_env_steps": stats.nonfinite,
-            "temperature": temperature,
-        },
         "replay": {"beta": beta},
     }
-    new_state = RunState(
-        train=train,
-        target_params=target_params,
-        actor=actor,
-        replay=replay,
-        key=key,
-        iteration=state.iteration + 1,
-    )
-    return new_state, metrics
+    return train, target_params, replay, metrics
 
 
 def _learn(

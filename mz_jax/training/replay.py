@@ -32,6 +32,8 @@ from jax.sharding import PartitionSpec as P
 from mz_jax.types import Array, Trajectory
 
 _PRIORITY_DTYPE = jnp.float32
+PIXEL_SCALE = np.float32(1 / 255)
+"""An 8-bit pixel's step in [0, 1] as float32 (images are scaled by multiplying with it)."""
 _PRIORITY_BYTES = np.dtype(np.float32).itemsize
 
 
@@ -117,8 +119,8 @@ def add(state: ReplayState, rollout: Trajectory) -> ReplayState:
 
     Args:
       state: the replay.
-      rollout: a :class:`Trajectory` with leading axes ``[T, E]``, ``1 <= T <= L``; its leaves are cast
-        to the stored dtypes.
+      rollout: a :class:`Trajectory` with leading axes ``[T, E]``, ``1 <= T <= L``; its leaves are
+        stored in the replay's dtypes (:func:`encode`).
 
     Returns:
       The replay with ``write_index`` advanced by T (mod L) and ``num_written`` by T (up to L).
@@ -140,7 +142,7 @@ def add(state: ReplayState, rollout: Trajectory) -> ReplayState:
 
     slots = (state.write_index + jnp.arange(steps, dtype=jnp.int32)) % length
     data = jax.tree.map(
-        lambda stored, new: stored.at[slots].set(new.astype(stored.dtype)), state.data, rollout
+        lambda stored, new: stored.at[slots].set(encode(new, stored.dtype)), state.data, rollout
     )
     priority = state.priority.at[slots].set(state.max_priority)
     return state._replace(
@@ -317,7 +319,7 @@ def sample(
     time, env = flat // num_envs, flat % num_envs
 
     rows = (time[:, None] + jnp.arange(window_length, dtype=jnp.int32)) % length  # [B, W]
-    windows = jax.tree.map(lambda x: x[rows, env[:, None]], state.data)
+    windows = jax.tree.map(lambda x: decode(x[rows, env[:, None]]), state.data)
 
     # N and Σ p^α cancel in the normalised weight: the largest belongs to the smallest priority drawn.
     log_priority = starts.log_priority[time, env]
@@ -368,6 +370,24 @@ def update_priorities(
         priority=state.priority.at[indices.time, indices.env].set(priorities),
         max_priority=max_priority,
     )
+
+
+def encode(value: Array, dtype: Any) -> Array:
+    """``value`` as the replay stores it in ``dtype``: a float stored as uint8 is ``round(255 *
+    clip(value, 0, 1))`` (exact for an image scaled from 8-bit pixels, ``k * PIXEL_SCALE``); any
+    other is cast."""
+    if np.dtype(dtype) == np.uint8 and jnp.issubdtype(value.dtype, jnp.floating):
+        return jnp.round(jnp.clip(value, 0.0, 1.0) * 255.0).astype(jnp.uint8)
+    return value.astype(dtype)
+
+
+def decode(stored: Array) -> Array:
+    """A stored leaf as the learner reads it: uint8 as float32 ``stored * float32(1 / 255)`` (the
+    inverse of :func:`encode`, and how the Python environments scale 8-bit images, so those
+    read back bit for bit), any other as it is."""
+    if stored.dtype == jnp.uint8:
+        return stored.astype(jnp.float32) * PIXEL_SCALE
+    return stored
 
 
 def bytes_per_transition(example: Trajectory) -> int:

@@ -28,6 +28,7 @@ from mz_jax.envs import Env
 from mz_jax.training import actor as actor_lib
 from mz_jax.training import evaluate as evaluate_lib
 from mz_jax.training import iteration as iteration_lib
+from mz_jax.training import overlap as overlap_lib
 from mz_jax.training import replay as replay_lib
 from mz_jax.training.build import Components, build, make_run_env
 from mz_jax.training.iteration import AXIS, IterationMetrics, RunState
@@ -44,7 +45,9 @@ class Trainer:
       init: ``init(seed) -> RunState``, sharded over the mesh.
       step: ``step(state) -> (state, metrics)``: ``config.iterations_per_call`` iterations on every
         device (the input state is donated). Metrics (:mod:`mz_jax.run.metrics`) have leaves
-        ``[iterations_per_call]``, one entry per iteration.
+        ``[iterations_per_call]``, one entry per iteration. Where acting overlaps learning
+        (``config.overlap_acting``), an :class:`mz_jax.training.overlap.OverlappedStep` (numpy
+        metrics, with ``overlap``'s wait shares; call :meth:`close` when done).
       compile_step: ``compile_step(state)`` compiles ``step`` for ``state`` (or finds it in the
         persistent compilation cache) without running it; ``step(state)`` then runs at once.
       evaluate: ``evaluate(params, key) -> EvalResult``, greedy episodes on separate environments.
@@ -98,8 +101,13 @@ class Trainer:
         """Environment steps of one iteration, all devices together."""
         return self.config.env_steps_per_iteration
 
+    def close(self) -> None:
+        """Stops the actor thread of an overlapped step (nothing to do for one in turn)."""
+        overlap_lib.close(self.step)
+
     def pmap_step(self, state: RunState) -> tuple[RunState, IterationMetrics]:
-        """The same iterations as :attr:`step`, run by ``jax.pmap`` over the mesh's devices."""
+        """The same iterations as :attr:`step` in turn, run by ``jax.pmap`` over the mesh's
+        devices."""
         devices = list(self.mesh.devices.flat)
         per_device = to_device_major(state, self.state_specs, len(devices))
         new_state, metrics = _pmapped(self.per_device_step, tuple(devices))(per_device)
@@ -209,16 +217,24 @@ def make_train(config: TrainConfig | Components, *, devices: list | None = None)
 
     specs, abstract_state = abstract_run_state(components, mesh)
     shardings = jax.tree.map(lambda s: s.sharding, abstract_state)
-    step = jax.jit(
-        jax.shard_map(
-            per_device_step,
-            mesh=mesh,
-            in_specs=(specs,),
-            out_specs=(specs, P()),
-            check_vma=False,
-        ),
-        donate_argnums=0,
-    )
+    if overlap_lib.overlaps(components):
+        step = overlap_lib.OverlappedStep(
+            overlap_lib.make_halves(components, mesh, specs),
+            iterations_per_call=config.iterations_per_call,
+        )
+        compile_step = step.compile
+    else:
+        step = jax.jit(
+            jax.shard_map(
+                per_device_step,
+                mesh=mesh,
+                in_specs=(specs,),
+                out_specs=(specs, P()),
+                check_vma=False,
+            ),
+            donate_argnums=0,
+        )
+        compile_step = lambda state: step.lower(state).compile()
     evaluate = functools.partial(
         evaluate_lib.evaluate,
         # An environment stepped on the host evaluates in environments of its own (its reset
@@ -235,13 +251,17 @@ def make_train(config: TrainConfig | Components, *, devices: list | None = None)
         mesh=mesh,
         init=_jit_placed(run_init(components), shardings, on_host=components.env.host is not None),
         step=step,
-        compile_step=lambda state: step.lower(state).compile(),
+        compile_step=compile_step,
         evaluate=jax.jit(jax.vmap(evaluate) if num_seeds > 1 else evaluate),
         per_device_step=per_device_step,
         state_specs=specs,
         abstract_state=abstract_state,
         bytes_per_transition=replay_lib.bytes_per_transition(
-            actor_lib.transition_spec(components.env)
+            actor_lib.transition_spec(
+                components.env,
+                final_observation=components.acting.record_final_observation,
+                observation_dtype=config.replay_observation_dtype,
+            )
         ),
         restart_actors=_jit_placed(
             _restart_actors(components), shardings, on_host=components.env.host is not None
