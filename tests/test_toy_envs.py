@@ -111,3 +111,47 @@ def test_safe_payoff_sets_the_sure_branch_and_is_checked():
         make_env("toy:gamble", payoff=0.7)
     with pytest.raises(ValueError, match=r"Unknown environment name 'toy:gambel'.*toy:gamble"):
         make_env("toy:gambel")
+
+
+def _walk(env, actions):
+    """Plays ``actions`` from a reset; returns the time steps."""
+    state, _ = env.reset(jax.random.key(0))
+    steps = []
+    for a in actions:
+        state, ts = env.step(jax.random.key(1), state, jnp.int32(a))
+        steps.append(ts)
+    return steps
+
+
+def test_detour_pays_only_at_the_door_with_the_key():
+    env = make_env("toy:detour", length=5)  # cells 0..4, start 2, door 4, limit 20
+    assert (env.num_actions, env.observation_shape, env.max_episode_steps) == (2, (6,), 20)
+    assert (env.reward_bound, env.return_bound) == (1.0, 1.0)
+    _, first = env.reset(jax.random.key(0))
+    np.testing.assert_array_equal(first.observation, [0, 0, 1, 0, 0, 0])
+    # Straight to the door without the key: the door stays shut, a move into the wall stays put.
+    straight = _walk(env, [1, 1, 1])
+    np.testing.assert_array_equal(straight[1].observation, [0, 0, 0, 0, 1, 0])
+    np.testing.assert_array_equal(straight[2].observation, [0, 0, 0, 0, 1, 0])
+    assert [float(t.reward) for t in straight] == [0, 0, 0]
+    assert not any(bool(t.terminated) for t in straight)
+    # The shortest solution: 2 left (the key in cell 0), then 4 right; 2 * 5 - 4 = 6 moves.
+    solved = _walk(env, [0, 0, 1, 1, 1, 1])
+    np.testing.assert_array_equal(solved[1].observation, [1, 0, 0, 0, 0, 1])  # key held
+    np.testing.assert_array_equal(solved[4].observation, [0, 0, 0, 1, 0, 1])
+    assert [float(t.reward) for t in solved] == [0, 0, 0, 0, 0, 1]
+    assert bool(solved[-1].terminated) and not bool(solved[-1].truncated)
+    np.testing.assert_array_equal(solved[-1].final_observation, [0, 0, 0, 0, 1, 1])
+    np.testing.assert_array_equal(solved[-1].observation, [0, 0, 1, 0, 0, 0])  # restarted
+
+
+def test_detour_truncates_at_its_limit_and_can_state_no_bounds():
+    env = make_env("toy:detour", length=4, max_episode_steps=3)
+    steps = _walk(env, [0, 0, 0, 0])
+    assert [bool(t.truncated) for t in steps] == [False, False, True, False]
+    np.testing.assert_array_equal(steps[2].final_observation, [1, 0, 0, 0, 1])
+    np.testing.assert_array_equal(steps[2].observation, [0, 1, 0, 0, 0])  # start, no key
+    quiet = make_env("toy:detour", state_bounds=False)
+    assert (quiet.reward_bound, quiet.return_bound, quiet.observation_shape) == (None, None, (11,))
+    with pytest.raises(ValueError, match="length must be an integer >= 4, got 3"):
+        make_env("toy:detour", length=3)

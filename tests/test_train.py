@@ -174,6 +174,27 @@ def test_an_environment_with_scalar_observations_trains(monkeypatch):
     assert flat[metrics.UPDATES][-1] > 0  # the learner ran on scalar observations
 
 
+def test_an_environment_that_states_no_bounds_trains_on_muzeros_wide_supports(monkeypatch):
+    # No reward_bound and no support sizes set: MuZero's Atari supports, 601 bins each (Appendix F),
+    # rather than a refusal. A stated bound still sizes them tight: 10, the smallest allowed.
+    from mz_jax import envs
+
+    unbounded = lambda **kw: dataclasses.replace(_scalar_walk(**kw), reward_bound=None)
+    monkeypatch.setattr(envs, "_REGISTERED", {})
+    envs.register_env("custom:scalar_walk", _scalar_walk)
+    envs.register_env("custom:unbounded_walk", unbounded)
+    bounded = build(dataclasses.replace(CONFIG, env="custom:scalar_walk")).network_config
+    assert (bounded.value_support_size, bounded.reward_support_size) == (10, 10)
+    config = dataclasses.replace(CONFIG, env="custom:unbounded_walk")
+    network = build(config).network_config
+    assert (network.value_support_size, network.reward_support_size) == (300, 300)
+    state, record = _run(config, calls=3)
+    widths = {x.shape[-1] for x in jax.tree.leaves(state.train.params)}
+    assert 601 in widths
+    flat = metrics.flatten(record)
+    assert np.all(np.isfinite(flat["loss/total"])) and flat[metrics.UPDATES][-1] > 0
+
+
 def test_logged_learning_rate_is_the_rate_applied_after_skipped_updates():
     # Linear warm-up 0, 0.5, 1.0, ... of the applied updates. Two non-finite batches are skipped:
     # they must not advance the schedule, so the next good update applies (and reports) rate 0.

@@ -38,10 +38,10 @@ class NetworkConfig:
     """ResNet: downsample large images as in the MuZero Atari network (96x96 -> 6x6)."""
     value_support_size: int | None = None
     """S of the value support [-S, S]; None: the smallest S >= 10 that covers every return of the
-    environment."""
+    environment, or MuZero's 300 where it states no bound."""
     reward_support_size: int | None = None
     """S of the reward support [-S, S]; None: the smallest S >= 10 that covers the environment's
-    rewards."""
+    rewards, or MuZero's 300 where it states no bound."""
     projection_size: int = 128
     """Width of the projection network and its head, built only with consistency_loss_weight > 0."""
     value_prefix_horizon: int | None = None

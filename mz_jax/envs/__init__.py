@@ -14,8 +14,9 @@ bootstrap a value across a time-limit truncation). This is the Anakin setting of
 
 Names are ``"gymnax:<id>"`` (every discrete-action gymnax environment), ``"pgx:<id>"`` (every
 single-player or two-player pgx game), ``"toy:<id>"`` (small ones of our own with known optimal
-policies, :mod:`~mz_jax.envs.toy`: ``toy:gamble``), or a name given to :func:`register_env` (by
-convention ``"custom:<id>"``) for an environment of your own; :func:`list_envs` gives them all.
+policies, :mod:`~mz_jax.envs.toy`: ``toy:gamble``, ``toy:detour``), or a name given to
+:func:`register_env` (by convention ``"custom:<id>"``) for an environment of your own;
+:func:`list_envs` gives them all.
 ``"gymnasium:<id>"`` (and ``"gymnasium:<module>:<id>"``) makes a Python environment of gymnasium's
 registry and ``"envpool:<task>"`` one of envpool's (Atari's ``Pong-v5``, ...), stepped on the host
 through callbacks (:mod:`~mz_jax.envs.host`); those ids are gymnasium's and envpool's to list.
@@ -179,8 +180,8 @@ def register_env(name: str, factory: Callable[..., Env]) -> None:
         :class:`mz_jax.TrainConfig` accepts (it asks for a ``':'``).
       factory: called with the keyword ``max_episode_steps`` (an int or None) and any keyword
         arguments of ``make_env``; returns an :class:`Env`, used as it is (set its ``reward_bound``
-        where the largest |reward| of a transition is known; None leaves the supports to be set by
-        hand).
+        where the largest |reward| of a transition is known; None gives MuZero's wide supports of
+        601 bins).
     """
     reserved = (GYMNAX_PREFIX, PGX_PREFIX, TOY_PREFIX, GYMNASIUM_PREFIX, ENVPOOL_PREFIX)
     if not isinstance(name, str) or not name or name.startswith(reserved):

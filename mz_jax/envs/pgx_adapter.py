@@ -40,7 +40,7 @@ REWARD_BOUNDS: dict[str, float | None] = {
     "kuhn_poker": 2.0,  # the pot: 1 ante, +1 if a bet was called
     "leduc_holdem": 13.0,  # min(chips): 1 ante + 2 raises of 2 (round 1) + 2 raises of 4 (round 2)
     # the sum of the tiles merged in a move: bounded only by the board's sum (~2^18), no useful
-    # bound; set the supports by hand (or use a value transform)
+    # bound; the supports are MuZero's wide ones unless set (the game_2048 preset sets them)
     "2048": None,
     # the MinAtar games as in gymnax (see mz_jax.envs.gymnax_adapter.REWARD_BOUNDS)
     "minatar-asterix": 1.0,

@@ -20,6 +20,16 @@ value it predicts after gambling rises to 1 and the search follows.
 
 Observations are one-hot over the five states (start, S, H, T, and the end); the legal-action mask
 is all True; one player. The reward bound and the return bound are 1.
+
+``toy:detour`` is a sparse-reward corridor whose goal lies behind a detour. Of ``length`` cells
+``0 .. length - 1``, the agent starts in cell ``length - 3``; the door in the last cell opens only to
+an agent holding the key, which lies in cell 0. Action 0 moves left and 1 right (a move into a wall
+stays put); taking the key is stepping onto cell 0. Reaching the last cell with the key pays 1 and
+ends the episode; every other move pays 0, so the greedy return is 1 or 0. The shortest solution
+walks ``length - 3`` cells left and ``length - 1`` right: ``2 * length - 4`` moves, within the
+time limit of ``4 * length``. Walking straight to the door, as a policy that does not explore does,
+pays nothing, and a uniformly random walk of 10 cells solves about 2% of its episodes. Observations
+are the one-hot cell followed by the key flag, ``[length + 1]``.
 """
 
 from __future__ import annotations
@@ -109,5 +119,77 @@ def make_gamble(*, max_episode_steps: int | None = None, safe_payoff: float = 0.
     )
 
 
-TOY_ENVS: dict[str, Any] = {"gamble": make_gamble}
+def make_detour(
+    *, max_episode_steps: int | None = None, length: int = 10, state_bounds: bool = True
+) -> Env:
+    """``toy:detour`` (see the module docstring), a corridor of ``length`` cells.
+
+    Args:
+      max_episode_steps: the time limit in moves; None: ``4 * length``.
+      length: cells of the corridor, an integer >= 4 (default 10).
+      state_bounds: False leaves ``reward_bound`` and ``return_bound`` None, as for an
+        environment that states nothing about its rewards (the supports are then MuZero's wide
+        ones); True states 1 for both.
+
+    Raises:
+      ValueError: ``length`` not an integer >= 4, or ``state_bounds`` not a bool.
+    """
+    if isinstance(length, bool) or not isinstance(length, int) or length < 4:
+        raise ValueError(f"length must be an integer >= 4, got {length!r}.")
+    if not isinstance(state_bounds, bool):
+        raise ValueError(f"state_bounds must be True or False, got {state_bounds!r}.")
+    limit = 4 * length if max_episode_steps is None else int(max_episode_steps)
+    start, door = length - 3, length - 1
+    legal = jnp.ones(2, jnp.bool_)
+    player = jnp.int32(0)
+
+    def observe(cell: Array, key_held: Array) -> Array:
+        return jnp.concatenate(
+            [jax.nn.one_hot(cell, length, dtype=jnp.float32), key_held.astype(jnp.float32)[None]]
+        )
+
+    # The backend state is the cell plus ``length`` when the key is held.
+    def reset(key: Array) -> tuple[EnvState, TimeStep]:
+        del key
+        state = EnvState(jnp.int32(start), jnp.int32(0))
+        return state, restart(observe(jnp.int32(start), jnp.bool_(False)), legal, player)
+
+    def step(key: Array, state: EnvState, action: Array) -> tuple[EnvState, TimeStep]:
+        del key
+        action = as_action(action)
+        cell, key_held = state.backend % length, state.backend >= length
+        cell = jnp.clip(cell + 2 * action - 1, 0, door)
+        key_held = key_held | (cell == 0)
+        terminated = key_held & (cell == door)
+        episode_step = state.episode_step + 1
+        truncated = ~terminated & (episode_step >= limit)
+        done = terminated | truncated
+        after = jnp.where(done, start, cell + length * key_held).astype(jnp.int32)
+        timestep = TimeStep(
+            observation=observe(after % length, after >= length),
+            legal_action_mask=legal,
+            player=player,
+            reward=terminated.astype(jnp.float32),
+            terminated=terminated,
+            truncated=truncated,
+            final_observation=observe(cell, key_held),
+            final_player=player,
+        )
+        return EnvState(after, jnp.where(done, 0, episode_step).astype(jnp.int32)), timestep
+
+    bound = 1.0 if state_bounds else None
+    return Env(
+        name=TOY_PREFIX + "detour",
+        num_actions=2,
+        observation_shape=(length + 1,),
+        num_players=1,
+        max_episode_steps=limit,
+        reward_bound=bound,
+        return_bound=bound,
+        reset=reset,
+        step=step,
+    )
+
+
+TOY_ENVS: dict[str, Any] = {"gamble": make_gamble, "detour": make_detour}
 """The ``toy:`` environments by id: factories taking ``max_episode_steps`` and their own keywords."""

@@ -22,6 +22,10 @@ from mz_jax.core.validation import fail
 from mz_jax.envs import Env
 from mz_jax.types import Array, MuZeroNetwork, Params, StochasticMuZeroNetwork
 
+UNBOUNDED_SUPPORT_SIZE = 300
+"""S of a support for returns or rewards with no stated bound: MuZero's Atari support of 601 bins,
+``[-300, 300]`` under ``h``, which represents ``|x|`` up to about 58,700 (MuZero Appendix F)."""
+
 
 def network_kind(config: NetworkConfig, env: Env) -> str:
     """``config.kind`` with ``'auto'`` resolved: ``'resnet'`` for image observations, else ``'mlp'``."""
@@ -48,7 +52,8 @@ def return_bound(env: Env, discount: float) -> float | None:
 
 def network_config_for(config: TrainConfig, env: Env) -> NetworkConfig:
     """``config.network`` with support sizes that represent the returns and rewards of ``env``:
-    derived where None (at least 10, today's MuZero default), checked where set; and
+    where None, the smallest ``S >= 10`` that covers the bound ``env`` states, or
+    :data:`UNBOUNDED_SUPPORT_SIZE` where it states none; checked against the bound where set; and
     ``predict_turn`` derived where None (True where ``env.repeats_player``)."""
     network = config.network
     horizon = network.value_prefix_horizon or 1
@@ -61,14 +66,7 @@ def network_config_for(config: TrainConfig, env: Env) -> NetworkConfig:
     for name, (bound, what) in bounds.items():
         size = getattr(network, name)
         if bound is None:
-            if size is None:
-                fail(
-                    f"network.{name}",
-                    None,
-                    f"an integer >= 1: {env.name} states no bound on its {what} at discount "
-                    f"{config.discount}, so the support cannot be sized for it",
-                )
-            sizes[name] = size
+            sizes[name] = UNBOUNDED_SUPPORT_SIZE if size is None else size
             continue
         needed = transforms.support_size_for(bound, minimum=1)
         if size is not None and size < needed:
