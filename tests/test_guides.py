@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 DOCS = sorted((REPO / "docs").glob("*.md"))
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))
 TUNING = REPO / "benchmarks" / "tuning"  # one record per preset, and README.md, their index
+TRAIN_CONFIG = REPO / "mz_jax" / "config" / "train.py"
 TIMEOUT_S = 600  # compile-bound, on two shared cores
 
 
@@ -140,7 +141,8 @@ def test_links_to_results_name_a_section_of_results_md():
 
 def test_every_tuning_record_is_listed_and_named_by_its_preset():
     index = (TUNING / "README.md").read_text()
-    # A record that is not one preset's is listed under this heading, and named by a preset.
+    # A record that is not one preset's is listed under this heading, and named by a preset or
+    # by TrainConfig.
     beyond_one_preset = index.partition("\n## Beyond one preset\n")[2]
     presets = sorted((REPO / "mz_jax" / "config" / "presets").glob("*.py"))
     for record in sorted(TUNING.glob("*.md")):
@@ -150,7 +152,11 @@ def test_every_tuning_record_is_listed_and_named_by_its_preset():
             f"benchmarks/tuning/README.md does not link {record.name}"
         )
         if f"]({record.name})" in beyond_one_preset:
-            naming = [p for p in presets if f"benchmarks/tuning/{record.name}" in p.read_text()]
+            naming = [
+                p
+                for p in [*presets, TRAIN_CONFIG]
+                if f"benchmarks/tuning/{record.name}" in p.read_text()
+            ]
             assert naming, f"no preset names benchmarks/tuning/{record.name}"
             continue
         preset = REPO / "mz_jax" / "config" / "presets" / f"{record.stem}.py"

@@ -27,7 +27,8 @@ class TrainConfig:
     """Everything a training run needs; the run is a pure function of this and the seed.
 
     Validated as a whole when made (:func:`mz_jax.config.checks.check_train_config`); the parts
-    ``network``, ``search`` and ``stochastic`` are dataclasses of their own.
+    ``network``, ``search`` and ``stochastic`` are dataclasses of their own. How the defaults are
+    chosen, across environments: benchmarks/tuning/defaults.md.
     """
 
     env: str = "gymnax:CartPole-v1"
