@@ -90,9 +90,10 @@ class Env:
       max_episode_steps: the time limit in transitions (an episode reaching it without terminating is
         truncated), or None where there is none.
       reward_bound: the largest |reward| of one transition, or None where unknown (then the
-        supports are MuZero's wide ones of 601 bins). Keyword-only with default None, so ``Env(...)`` calls written
-        before it existed (positional or keyword) still work; it sizes the categorical value and
-        reward supports (``reward_bound / (1 - discount)`` bounds a return).
+        supports are MuZero's wide ones of 601 bins). Keyword-only with default None, so
+        ``Env(...)`` calls written before it existed (positional or keyword) still work; it sizes
+        the categorical value and reward supports (``reward_bound / (1 - discount)`` bounds a
+        return).
       return_bound: the largest |return| of one episode where it is smaller than the reward bound
         summed over the episode (games scored once, at the end), or None. Keyword-only.
       repeats_player: a two-player game where the player who moved may move again (backgammon: one

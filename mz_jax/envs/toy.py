@@ -148,7 +148,10 @@ def make_detour(
             [jax.nn.one_hot(cell, length, dtype=jnp.float32), key_held.astype(jnp.float32)[None]]
         )
 
-    # The backend state is the cell plus ``length`` when the key is held.
+    def unpack(backend: Array) -> tuple[Array, Array]:
+        """The backend state is the cell plus ``length`` when the key is held."""
+        return backend % length, backend >= length
+
     def reset(key: Array) -> tuple[EnvState, TimeStep]:
         del key
         state = EnvState(jnp.int32(start), jnp.int32(0))
@@ -157,7 +160,7 @@ def make_detour(
     def step(key: Array, state: EnvState, action: Array) -> tuple[EnvState, TimeStep]:
         del key
         action = as_action(action)
-        cell, key_held = state.backend % length, state.backend >= length
+        cell, key_held = unpack(state.backend)
         cell = jnp.clip(cell + 2 * action - 1, 0, door)
         key_held = key_held | (cell == 0)
         terminated = key_held & (cell == door)
@@ -166,7 +169,7 @@ def make_detour(
         done = terminated | truncated
         after = jnp.where(done, start, cell + length * key_held).astype(jnp.int32)
         timestep = TimeStep(
-            observation=observe(after % length, after >= length),
+            observation=observe(*unpack(after)),
             legal_action_mask=legal,
             player=player,
             reward=terminated.astype(jnp.float32),
