@@ -11,6 +11,7 @@ The public contract: ``scale_gradient``; the data types (``ModelOutput``, ``MuZe
 The subpackages are layers, each importing only those below it::
 
     cli        the mz-jax command
+    show       a trained run seen: episodes drawn, a search tree, a game in the terminal, a ladder
     suite      suites over environments x seeds, opponents, reports
     run        one run on the host: loop, workdir, logs, checkpoints, Agent
     training   the compiled iteration: actor, replay, reanalyse, learner, build, make_train

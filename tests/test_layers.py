@@ -8,7 +8,19 @@ import mz_jax
 PACKAGE = Path(mz_jax.__file__).parent
 # Bottom to top; a module may import its own layer and those listed before it, and networks and
 # envs, side by side, may not import each other.
-LAYERS = ["types", "core", "networks", "envs", "config", "mcts", "training", "run", "suite", "cli"]
+LAYERS = [
+    "types",
+    "core",
+    "networks",
+    "envs",
+    "config",
+    "mcts",
+    "training",
+    "run",
+    "suite",
+    "show",
+    "cli",
+]
 SIDE_BY_SIDE = {"networks": "envs", "envs": "networks"}
 
 

@@ -6,7 +6,7 @@ Named ``mcts`` because ``mz_jax.search`` is the search function itself.
 """
 
 from mz_jax.mcts import baseline, chance_gumbel, model, policies
-from mz_jax.mcts.policies import SearchOutput, search
+from mz_jax.mcts.policies import SearchOutput, search, search_with_tree
 
 __all__ = [
     "SearchOutput",
@@ -15,4 +15,5 @@ __all__ = [
     "model",
     "policies",
     "search",
+    "search_with_tree",
 ]

@@ -104,6 +104,36 @@ def search(
     Raises:
       ValueError: for mismatched shapes (at trace time) or a bad Python ``temperature``.
     """
+    return search_with_tree(
+        params,
+        rng_key,
+        observation,
+        legal_action_mask,
+        network=network,
+        config=config,
+        temperature=temperature,
+        greedy=greedy,
+    )[0]
+
+
+def search_with_tree(
+    params: Params,
+    rng_key: Array,
+    observation: Any,
+    legal_action_mask: Array,
+    *,
+    network: MuZeroNetwork | StochasticMuZeroNetwork,
+    config: SearchConfig,
+    temperature: float | Array = 1.0,
+    greedy: bool = False,
+) -> tuple[SearchOutput, mctx.Tree]:
+    """:func:`search`, with the tree it built: ``(SearchOutput, tree)``.
+
+    ``tree`` is mctx's :class:`mctx.Tree` with batch B (``node_visits [B, N]``, ``node_values
+    [B, N]``, ``children_index [B, N, A]``, ``children_prior_logits``, ``children_visits``,
+    ``children_values`` ..., node 0 the root; N = ``num_simulations + 1``). Values are from the
+    perspective of the player to move at each node. Under ``jit``, :func:`search` leaves it out.
+    """
     legal_action_mask = _checked_inputs(
         observation, legal_action_mask, config=config, temperature=temperature
     )
@@ -147,7 +177,8 @@ def search(
             config=config,
             greedy=greedy,
         )
-    return _search_output(policy_output, action, has_legal_action, root_not_finite)
+    output = _search_output(policy_output, action, has_legal_action, root_not_finite)
+    return output, policy_output.search_tree
 
 
 def _checked_inputs(

@@ -31,7 +31,7 @@ from mz_jax.config.search import SearchConfig
 from mz_jax.config.train import TrainConfig
 from mz_jax.envs import Env
 from mz_jax.mcts import baseline
-from mz_jax.mcts.policies import search
+from mz_jax.mcts.policies import SearchOutput, search, search_with_tree
 from mz_jax.run import checkpoint as checkpoint_lib
 from mz_jax.run.resume import read_config
 from mz_jax.training import evaluate as evaluate_lib
@@ -94,6 +94,7 @@ class Agent:
             functools.partial(search, network=self.network, config=search_config, greedy=True)
         )
         self._evaluators: dict[tuple, Any] = {}
+        self._search_with_tree: Any = None
 
     @classmethod
     def restore(
@@ -164,6 +165,35 @@ class Agent:
         Raises:
           ValueError: for shapes that do not match the environment, or a row with no legal action.
         """
+        observation, legal_action_mask = self._checked(observation, legal_action_mask)
+        if observation.shape[0] == 0:  # nothing to search (and mctx cannot reshape a 0-row tree)
+            return jnp.zeros((0,), jnp.int32)
+        return self._act(self.params, key, observation, legal_action_mask).action
+
+    def search_with_tree(
+        self, key: Array, observation: Array, legal_action_mask: Array | None = None
+    ) -> tuple[SearchOutput, Any]:
+        """The greedy search of :meth:`act`, all of it: ``(SearchOutput, tree)`` with the action,
+        the policy and root value ``[B]``, and the mctx tree it built
+        (:func:`mz_jax.mcts.policies.search_with_tree`). Arguments and errors as :meth:`act`; the
+        batch must not be empty."""
+        observation, legal_action_mask = self._checked(observation, legal_action_mask)
+        if observation.shape[0] == 0:
+            raise ValueError("observation has an empty batch; search_with_tree needs B >= 1")
+        if self._search_with_tree is None:
+            self._search_with_tree = jax.jit(
+                functools.partial(
+                    search_with_tree,
+                    network=self.network,
+                    config=self.search_config,
+                    greedy=True,
+                )
+            )
+        return self._search_with_tree(self.params, key, observation, legal_action_mask)
+
+    def _checked(self, observation: Array, legal_action_mask: Array | None) -> tuple[Array, Array]:
+        """``(observation float32 [B, ...], legal_action_mask bool [B, A])``, checked against the
+        environment."""
         observation = jnp.asarray(observation)
         expected = tuple(self.env.observation_shape)
         if observation.ndim != len(expected) + 1 or tuple(observation.shape[1:]) != expected:
@@ -195,10 +225,7 @@ class Agent:
                     f"legal_action_mask rows {empty.tolist()} have no legal action; a finished "
                     "game has no move to choose"
                 )
-        if batch_size == 0:  # nothing to search (and mctx cannot reshape a 0-row tree)
-            return jnp.zeros((0,), jnp.int32)
-        output = self._act(self.params, key, observation.astype(jnp.float32), legal_action_mask)
-        return output.action
+        return observation.astype(jnp.float32), legal_action_mask
 
     def evaluate(
         self,
