@@ -210,13 +210,18 @@ def _checked_inputs(
     python_number = isinstance(temperature, int | float) and not isinstance(temperature, bool)
     if python_number and not (math.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature must be finite and >= 0; got {temperature!r}")
+    _check_derived_fields(config)
+    return legal_action_mask
+
+
+def _check_derived_fields(config: SearchConfig) -> None:
+    """Raises unless the fields training derives from the environment are set."""
     for name in ("discount", "two_player"):
         if getattr(config, name) is None:
             raise ValueError(
                 f"SearchConfig.{name} is None: a direct call of search() needs it set (training "
                 "derives it: mz_jax.training.build sets it from TrainConfig and the environment)"
             )
-    return legal_action_mask
 
 
 def _searched_legal_actions(legal_action_mask: Array) -> tuple[Array, Array]:
