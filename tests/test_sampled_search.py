@@ -166,3 +166,28 @@ def test_bad_arguments_are_refused_in_one_line(discrete):
     with pytest.raises(ValueError, match="infinite") as error:
         squashed_gaussian([-math.inf], [1.0])
     assert "\n" not in str(error.value)
+
+
+def test_a_wider_root_proposal_is_corrected_by_beta_hat_over_beta():
+    # With beta N(0, 2^2) (temperature 4) and pi N(0, 1) before the squash, the prior of a draw
+    # a = tanh(u) is proportional to pi(u) / beta(u): the squash's Jacobian cancels.
+    config = search_config(policy="muzero", num_simulations=4, dirichlet_fraction=0.0)
+    out = sampled_search(
+        None, jax.random.key(8), jnp.zeros((3, 1)), network=bandit_network(0.3),
+        sampler=squashed_gaussian([-1.0], [1.0]), num_samples=5, config=config,
+        proposal_temperature=4.0,
+    )  # fmt: skip
+    u = np.arctanh(np.asarray(out.sampled_actions, np.float64)[..., 0])
+    log_ratio = (-(u**2) / 2) - (-(u**2) / 8 - math.log(2.0))
+    expected = np.exp(log_ratio - log_ratio.max(-1, keepdims=True))
+    expected /= expected.sum(-1, keepdims=True)
+    logits = np.asarray(out.tree.children_prior_logits[:, 0], np.float64)
+    prior = np.exp(logits - logits.max(-1, keepdims=True))
+    prior /= prior.sum(-1, keepdims=True)
+    np.testing.assert_allclose(prior, expected, rtol=1e-4)
+    with pytest.raises(ValueError, match="proposal_temperature 0 is invalid: allowed a number > 0"):
+        sampled_search(
+            None, jax.random.key(8), jnp.zeros((3, 1)), network=bandit_network(0.3),
+            sampler=squashed_gaussian([-1.0], [1.0]), num_samples=5, config=config,
+            proposal_temperature=0,
+        )  # fmt: skip

@@ -48,26 +48,31 @@ class ActionSampler(NamedTuple):
     """How a policy head's output proposes actions and scores them.
 
     Attributes:
-      sample: ``(key, policy_logits [B, P], num_samples, legal_action_mask [B, A] | None) ->
-        actions [B, K, *action_shape]``, K draws from the proposal β (the policy); the mask is
-        given at the root of a discrete search only.
-      prior_logits: ``(policy_logits [B, P], actions [B, K, ...]) -> [B, K]``, the logits of the
-        search's prior over the samples, β̂/β · π.
+      sample: ``(key, policy_logits [B, P], num_samples, legal_action_mask [B, A] | None,
+        temperature) -> actions [B, K, *action_shape]``, K draws from the proposal β: the policy,
+        flattened by ``temperature`` (1 at interior nodes); the mask is given at the root of a
+        discrete search only.
+      prior_logits: ``(policy_logits [B, P], actions [B, K, ...], temperature) -> [B, K]``, the
+        logits of the search's prior over the samples, β̂/β · π for the β of that temperature.
       log_prob: ``(policy_logits [B, P], actions [B, K, ...]) -> [B, K]``, log π(a_k), for the
         loss.
     """
 
-    sample: Callable[[Array, Array, int, Array | None], Array]
-    prior_logits: Callable[[Array, Array], Array]
+    sample: Callable[[Array, Array, int, Array | None, float], Array]
+    prior_logits: Callable[[Array, Array, float], Array]
     log_prob: Callable[[Array, Array], Array]
 
 
 def categorical_without_replacement() -> ActionSampler:
-    """A discrete policy (``policy_logits [B, A]``) sampled without replacement (Gumbel-top-k),
-    the samples in action order; the prior over them is π itself (β̂/β is not defined for draws
-    without replacement; with K = A this is MuZero's prior)."""
+    """A discrete policy (``policy_logits [B, A]``) sampled without replacement (Gumbel-top-k) from
+    ``softmax(logits / temperature)``, the samples in action order; the prior over them is π
+    itself, whatever the temperature (β̂/β is not defined for draws without replacement; with
+    K = A this is MuZero's prior)."""
 
-    def sample(key: Array, logits: Array, num_samples: int, legal: Array | None) -> Array:
+    def sample(
+        key: Array, logits: Array, num_samples: int, legal: Array | None, temperature: float
+    ) -> Array:
+        logits = logits / temperature
         if legal is not None:
             logits = jnp.where(legal, logits, -jnp.inf)
         return sampled.sample_without_replacement(key, logits, num_samples=num_samples)
@@ -75,14 +80,18 @@ def categorical_without_replacement() -> ActionSampler:
     def log_prob(logits: Array, actions: Array) -> Array:
         return jnp.take_along_axis(jax.nn.log_softmax(logits, axis=-1), actions, axis=-1)
 
-    return ActionSampler(sample=sample, prior_logits=log_prob, log_prob=log_prob)
+    def prior_logits(logits: Array, actions: Array, temperature: float) -> Array:
+        del temperature
+        return log_prob(logits, actions)
+
+    return ActionSampler(sample=sample, prior_logits=prior_logits, log_prob=log_prob)
 
 
 def squashed_gaussian(low: Any, high: Any) -> ActionSampler:
     """A diagonal Gaussian squashed by tanh into the Box ``[low, high]`` (``[D]`` each):
     ``policy_logits [B, 2D]`` are the mean and ``log_std`` (clipped to :data:`LOG_STD_BOUNDS`)
-    in the tanh's input space. Samples are drawn from π itself, so the prior over them is their
-    empirical distribution, uniform over K distinct draws.
+    in the tanh's input space. The proposal at temperature τ is the same Gaussian with its
+    standard deviation times √τ (π at τ = 1, where the prior over K distinct draws is uniform).
 
     Raises:
       ValueError: for bounds that are not finite or not ``low < high``.
@@ -94,21 +103,32 @@ def squashed_gaussian(low: Any, high: Any) -> ActionSampler:
         mean, log_std = jnp.split(params, 2, axis=-1)
         return mean, jnp.clip(log_std, *LOG_STD_BOUNDS)
 
-    def sample(key: Array, params: Array, num_samples: int, legal: Array | None) -> Array:
+    def sample(
+        key: Array, params: Array, num_samples: int, legal: Array | None, temperature: float
+    ) -> Array:
         del legal  # every point of the Box is an action
         mean, log_std = split(params)
         return sampled.squashed_gaussian_sample(
-            key, mean, log_std, low=low, high=high, num_samples=num_samples
+            key,
+            mean,
+            log_std + 0.5 * jnp.log(temperature),
+            low=low,
+            high=high,
+            num_samples=num_samples,
         )
 
     def log_prob(params: Array, actions: Array) -> Array:
         mean, log_std = split(params)
         return sampled.squashed_gaussian_log_prob(mean, log_std, actions, low=low, high=high)
 
-    def prior_logits(params: Array, actions: Array) -> Array:
+    def prior_logits(params: Array, actions: Array, temperature: float) -> Array:
+        mean, log_std = split(params)
         log_pi = log_prob(params, actions)
+        log_beta = sampled.squashed_gaussian_log_prob(
+            mean, log_std + 0.5 * jnp.log(temperature), actions, low=low, high=high
+        )
         counts = jnp.ones(actions.shape[:2], jnp.int32)  # continuous draws are distinct
-        return sampled.sampled_prior_logits(log_pi, log_pi, counts, num_samples=actions.shape[1])
+        return sampled.sampled_prior_logits(log_pi, log_beta, counts, num_samples=actions.shape[1])
 
     return ActionSampler(sample=sample, prior_logits=prior_logits, log_prob=log_prob)
 
@@ -158,6 +178,7 @@ def sampled_search(
     num_samples: int,
     config: SearchConfig,
     temperature: float | Array = 1.0,
+    proposal_temperature: float = 1.0,
     greedy: bool = False,
 ) -> SampledSearchOutput:
     """Searches from B root observations over K sampled actions a node; proposes an action each.
@@ -176,26 +197,37 @@ def sampled_search(
       num_samples: K >= 2, the children of every node.
       config: search settings, as for :func:`~mz_jax.mcts.policies.search`.
       temperature: muzero policy only: act by ``visits ** (1 / temperature)`` among the samples.
+      proposal_temperature: τ > 0 of the root's proposal β (the paper's exploration at the
+        root, §4): a wider proposal than π, the prior corrected for it by β̂/β · π. 1 in
+        ``greedy`` mode and at every other node.
       greedy: evaluation mode: no root noise, the most visited sample (or Gumbel's choice), and
         fixed keys for the samples and the tree, so the result depends on ``params`` and
         ``observation`` alone.
 
     Raises:
-      ValueError: for ``num_samples`` < 2, or ``config.discount`` or ``config.two_player`` None.
+      ValueError: for ``num_samples`` < 2, ``proposal_temperature`` <= 0, or
+        ``config.discount`` or ``config.two_player`` None.
     """
     if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 2:
         raise ValueError(f"num_samples {num_samples!r} is invalid: allowed an integer >= 2")
+    if not (isinstance(proposal_temperature, int | float) and proposal_temperature > 0):
+        raise ValueError(
+            f"proposal_temperature {proposal_temperature!r} is invalid: allowed a number > 0"
+        )
     _check_derived_fields(config)
     root_key, search_key, action_key = jax.random.split(rng_key, 3)
     sample_key = jax.random.fold_in(rng_key, 2)
     if greedy:
         search_key, sample_key = jax.random.key(0), jax.random.key(1)
+        proposal_temperature = 1.0
 
     root = make_root_fn(network)(params, root_key, observation)
-    actions = sampler.sample(sample_key, root.prior_logits, num_samples, legal_action_mask)
+    actions = sampler.sample(
+        sample_key, root.prior_logits, num_samples, legal_action_mask, proposal_temperature
+    )
     batch_size = actions.shape[0]
     root = root.replace(
-        prior_logits=sampler.prior_logits(root.prior_logits, actions),
+        prior_logits=sampler.prior_logits(root.prior_logits, actions, proposal_temperature),
         embedding=SampledEmbedding(root.embedding, actions),
     )
     root, root_not_finite = _finite_root(root)
@@ -254,8 +286,10 @@ def _sampled_recurrent_fn(
     ) -> tuple[mctx.RecurrentFnOutput, SampledEmbedding]:
         action = _take(embedding.actions, index)
         output, hidden = model_step(params, rng_key, action, embedding.hidden)
-        actions = sampler.sample(rng_key, output.prior_logits, num_samples, None)
-        output = output.replace(prior_logits=sampler.prior_logits(output.prior_logits, actions))
+        actions = sampler.sample(rng_key, output.prior_logits, num_samples, None, 1.0)
+        output = output.replace(
+            prior_logits=sampler.prior_logits(output.prior_logits, actions, 1.0)
+        )
         return output, SampledEmbedding(hidden, actions)
 
     return recurrent_fn
