@@ -191,3 +191,56 @@ def test_a_wider_root_proposal_is_corrected_by_beta_hat_over_beta():
             sampler=squashed_gaussian([-1.0], [1.0]), num_samples=5, config=config,
             proposal_temperature=0,
         )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def continuous():
+    """An MLP network for a two-dimensional action in the Box [-2, 2] x [0, 1]."""
+    return make_mlp_network(
+        jax.random.key(9), observation_shape=(3,), num_actions=2, hidden_sizes=(16,),
+        latent_size=8, action_bounds=((-2.0, 0.0), (2.0, 1.0)),
+    )  # fmt: skip
+
+
+def test_a_continuous_mlp_predicts_a_gaussian_and_steps_on_float_actions(continuous):
+    network, params = continuous
+    observation = jax.random.normal(jax.random.key(10), (4, 3))
+    output, hidden = network.initial_inference(params, observation)
+    np.testing.assert_array_equal(output.policy_logits, np.zeros((4, 4)))  # mean 0, log_std 0
+    inside = jnp.array([[2.0, 1.0]] * 4)
+    beyond = jnp.array([[7.0, 3.0]] * 4)  # clipped to the Box's corner
+    other = jnp.array([[-2.0, 0.0]] * 4)
+    at_corner, _ = network.recurrent_inference(params, hidden, inside)
+    past_corner, _ = network.recurrent_inference(params, hidden, beyond)
+    _, next_hidden = network.recurrent_inference(params, hidden, other)
+    _, corner_hidden = network.recurrent_inference(params, hidden, inside)
+    np.testing.assert_array_equal(at_corner.reward_logits, past_corner.reward_logits)
+    assert not np.allclose(next_hidden, corner_hidden)
+    with pytest.raises(ValueError, match=r"action must be a float array of shape \[B, D\]"):
+        network.recurrent_inference(params, hidden, jnp.zeros((4,), jnp.int32))
+
+
+def test_sampled_search_runs_on_a_continuous_mlp(continuous):
+    network, params = continuous
+    out = sampled_search(
+        params, jax.random.key(11), jnp.ones((4, 3)), network=network,
+        sampler=squashed_gaussian((-2.0, 0.0), (2.0, 1.0)), num_samples=4,
+        config=search_config(num_simulations=8),
+    )  # fmt: skip
+    actions = np.asarray(out.sampled_actions)
+    assert actions.shape == (4, 4, 2) and out.action.shape == (4, 2)
+    assert np.all((actions[..., 0] >= -2) & (actions[..., 0] <= 2))
+    assert np.all((actions[..., 1] >= 0) & (actions[..., 1] <= 1))
+    np.testing.assert_array_equal(out.action, actions[np.arange(4), out.action_index])
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [((-1.0,), (1.0,)), ((-math.inf, 0.0), (1.0, 1.0)), ((1.0, 0.0), (1.0, 1.0)), "box"],
+)
+def test_a_continuous_mlp_refuses_bad_bounds_in_one_line(bounds):
+    with pytest.raises(
+        ValueError, match=r"'action_bounds' = .* is invalid: allowed None or"
+    ) as error:
+        make_mlp_network(0, observation_shape=(3,), num_actions=2, action_bounds=bounds)
+    assert "\n" not in str(error.value)

@@ -48,11 +48,15 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
         observation_scale: tuple[float, ...] | None,
         dtype,
         rngs: nnx.Rngs,
+        action_bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
     ):
         """``value_prefix``: None, or the LSTM size of a value-prefix network. ``conv``: None, or
         ``(in_channels, out_channels)`` of the convolution before the representation MLP, whose
         ``observation_size`` is then the convolution's flattened output. ``observation_scale``:
-        None, or the factors of the flattened observation (a constant, not a parameter)."""
+        None, or the factors of the flattened observation (a constant, not a parameter).
+        ``action_bounds``: None for A discrete actions, or the Box ``(low, high)`` of a continuous
+        action of ``num_actions`` = D dimensions: the dynamics takes it scaled to [0, 1] and the
+        policy head predicts a squashed Gaussian's mean and log standard deviation, ``[B, 2D]``."""
         last = hidden_sizes[-1]
         dense = lambda n_in, n_out, **kw: nnx.Linear(n_in, n_out, dtype=dtype, rngs=rngs, **kw)
         # Drawn before every other module only when it exists: without it, the parameters are
@@ -71,6 +75,7 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
         )
         self.representation_out = dense(last, latent_size)
         self.dynamics = DenseTorso(latent_size + num_actions, hidden_sizes, dtype=dtype, rngs=rngs)
+        policy_size = num_actions if action_bounds is None else 2 * num_actions
         self.dynamics_out = dense(last, latent_size)
         self.prediction = DenseTorso(latent_size, hidden_sizes, dtype=dtype, rngs=rngs)
         # Zero-initialised output layers: at initialisation every state has value 0, reward 0 and a
@@ -78,8 +83,9 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
         # untrained network (common MuZero practice, e.g. EfficientZero).
         reward_head = dense(last, reward_bins, kernel_init=ZEROS)
         self.value_head = dense(last, value_bins, kernel_init=ZEROS)
-        self.policy_head = dense(last, num_actions, kernel_init=ZEROS)
+        self.policy_head = dense(last, policy_size, kernel_init=ZEROS)
         self.num_actions = num_actions
+        self.action_bounds = action_bounds
         self.reward_bins = reward_bins
         self.observation_scale = observation_scale
         self.dtype = dtype
@@ -125,8 +131,12 @@ class _MlpMuZero(EfficientZeroParts, nnx.Module):
 
     def recurrent_inference(self, hidden: Any, action: Array) -> tuple[ModelOutput, Any]:
         state = self.state_of(hidden)
-        action_one_hot = jax.nn.one_hot(action, self.num_actions, dtype=state.dtype)
-        x = self.dynamics(jnp.concatenate([state, action_one_hot], axis=-1))
+        if self.action_bounds is None:
+            encoded = jax.nn.one_hot(action, self.num_actions, dtype=state.dtype)
+        else:  # the Box scaled to [0, 1], the range of the hidden state and of a one-hot action
+            low, high = (jnp.asarray(bound, jnp.float32) for bound in self.action_bounds)
+            encoded = jnp.clip((action - low) / (high - low), 0.0, 1.0).astype(state.dtype)
+        x = self.dynamics(jnp.concatenate([state, encoded], axis=-1))
         next_state = normalize_hidden(self.dynamics_out(x))
         if self.value_prefix_head is None:
             reward_logits = self.reward_head(x).astype(jnp.float32)
@@ -152,6 +162,7 @@ def make_mlp_network(
     predict_turn: bool = False,
     conv_channels: int | None = None,
     observation_scale: Sequence[float] | None = None,
+    action_bounds: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> tuple[MuZeroNetwork, Params]:
     """A MuZero network of MLPs for vector observations (MuZero Appendix F, with dense layers).
 
@@ -219,6 +230,13 @@ def make_mlp_network(
         sizes then move the first layer's output by similar amounts, where Adam's steps are about
         the same size for every weight (CartPole: the pole's angle is a few hundredths, the cart's
         position up to 2.4).
+      action_bounds: None for A discrete actions; for a continuous action, the Box ``(low,
+        high)``, each ``num_actions`` = D finite numbers with ``low < high``. The dynamics then
+        takes ``action[B, D]`` float, scaled to ``(action - low) / (high - low)`` and clipped to
+        [0, 1], in place of the one-hot action, and ``policy_logits[B, 2D]`` are the mean and
+        log standard deviation of a Gaussian squashed into the Box
+        (:func:`mz_jax.mcts.sampled.squashed_gaussian`; Sampled MuZero, Hubert et al., 2021),
+        both starting at 0.
     Returns:
       ``(network, params)``: the pure functions and a nested ``dict`` of float32 parameter arrays.
       An action outside ``[0, A)`` is encoded as an all-zero one-hot vector (no error under jit).
@@ -241,6 +259,7 @@ def make_mlp_network(
         predict_turn=predict_turn,
         conv_channels=conv_channels,
         observation_scale=observation_scale,
+        action_bounds=action_bounds,
     )
     return network, init(key)
 
@@ -261,6 +280,7 @@ def mlp_network(
     predict_turn: bool = False,
     conv_channels: int | None = None,
     observation_scale: Sequence[float] | None = None,
+    action_bounds: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """:func:`make_mlp_network` without a key: ``(network, init)``, with ``init(key) -> params``.
 
@@ -313,6 +333,8 @@ def mlp_network(
                 f"{observation_shape}; got {len(observation_scale)}",
                 kind="argument",
             )
+    if action_bounds is not None:
+        action_bounds = _checked_action_bounds(action_bounds, num_actions)
     value_prefix = None if value_prefix_horizon is None else lstm_size
     build = lambda rngs: _MlpMuZero(
         observation_size=observation_size,
@@ -329,6 +351,7 @@ def mlp_network(
         observation_scale=observation_scale,
         dtype=dtype,
         rngs=rngs,
+        action_bounds=action_bounds,
     )
     return as_pure_functions(
         build,
@@ -338,4 +361,26 @@ def mlp_network(
         value_prefix_horizon=value_prefix_horizon,
         carry_shape=(lstm_size,),
         turn=predict_turn,
+        action_size=None if action_bounds is None else num_actions,
     )
+
+
+def _checked_action_bounds(
+    action_bounds: Any, num_actions: int
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``(low, high)`` as tuples of ``num_actions`` floats, or a one-line ``ValueError`` naming
+    ``action_bounds``: two sequences of D = ``num_actions`` finite numbers with ``low < high``."""
+    allowed = (
+        f"None or (low, high), each {num_actions} finite numbers (num_actions) with low < high "
+        "(a Box with infinite bounds cannot be squashed into)"
+    )
+    try:
+        low, high = (tuple(float(x) for x in bound) for bound in action_bounds)
+    except (TypeError, ValueError):
+        validation.fail("action_bounds", action_bounds, allowed, kind="argument")
+    finite = all(math.isfinite(x) for x in low + high)
+    if len(low) != num_actions or len(high) != num_actions or not finite:
+        validation.fail("action_bounds", action_bounds, allowed, kind="argument")
+    if not all(lo < hi for lo, hi in zip(low, high, strict=True)):
+        validation.fail("action_bounds", action_bounds, allowed, kind="argument")
+    return low, high

@@ -37,6 +37,7 @@ def as_pure_functions(
     value_prefix_horizon: int | None = None,
     carry_shape: tuple[int, ...] | None = None,
     turn: bool = False,
+    action_size: int | None = None,
 ) -> tuple[MuZeroNetwork, Callable[[jax.Array | int], Params]]:
     """The pure functions of the module ``build(rngs)`` and ``init(key) -> params``.
 
@@ -57,6 +58,8 @@ def as_pure_functions(
         state is a pair ``(state, (c, h))``; stored on the returned network.
       carry_shape: with ``value_prefix_horizon``, the shape of ``c`` and of ``h`` of one example.
       turn: the module has ``turn_logits(hidden)``, which the network then offers.
+      action_size: None for a discrete action, an integer ``[B]``; D for a continuous one, a
+        float ``[B, D]``; checked at trace time.
     """
     # One filter, nnx.Param: nnx.split raises if the module holds any other state (batch
     # statistics, RNG counters), which would make the functions below impure. The graph does not
@@ -105,10 +108,18 @@ def as_pure_functions(
 
     def recurrent_inference(params: Params, hidden: Any, action: Array) -> tuple[ModelOutput, Any]:
         state = check_hidden(hidden)
-        if action.shape != state.shape[:1] or not jnp.issubdtype(action.dtype, jnp.integer):
+        if action_size is None:
+            if action.shape != state.shape[:1] or not jnp.issubdtype(action.dtype, jnp.integer):
+                raise ValueError(
+                    f"action must be an integer array of shape [B] = {list(state.shape[:1])}; "
+                    f"got {action.dtype}{list(action.shape)}"
+                )
+        elif action.shape != (*state.shape[:1], action_size) or not jnp.issubdtype(
+            action.dtype, jnp.floating
+        ):
             raise ValueError(
-                f"action must be an integer array of shape [B] = {list(state.shape[:1])}; "
-                f"got {action.dtype}{list(action.shape)}"
+                f"action must be a float array of shape [B, D] = "
+                f"{[*state.shape[:1], action_size]}; got {action.dtype}{list(action.shape)}"
             )
         return nnx.merge(graphdef, params).recurrent_inference(hidden, action)
 
