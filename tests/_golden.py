@@ -40,16 +40,23 @@ TIMING_FIELDS = ("wall_s", "time", "seconds", "per_s", "_ms", "compile")
 
 
 def machine() -> dict:
-    """What decides the bits of a float result: the processor, jax, jaxlib and XLA's flags."""
-    model = platform.processor()
+    """What decides the bits of a float result: the processor (its model, family and the vector
+    instructions XLA may compile for: one "AMD EPYC" name covers generations with and without
+    AVX-512), jax, jaxlib and XLA's flags."""
+    model, family, vector = platform.processor(), "", []
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
+        fields = {}
         for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+        model = fields.get("model name", model)
+        family = f"family {fields.get('cpu family', '?')} model {fields.get('model', '?')}"
+        vector = sorted(f for f in fields.get("flags", "").split() if f.startswith(("avx", "fma")))
     return {
         "processor": model,
+        "cpu": family,
+        "vector_extensions": vector,
         "jax": jax.__version__,
         "jaxlib": importlib.metadata.version("jaxlib"),
         "xla_flags": sorted(os.environ.get("XLA_FLAGS", "").split()),

@@ -417,6 +417,13 @@ def test_captions_name_the_step_action_reward_value_and_visits():
     assert watch.caption("gymnax:CartPole-v1", last, episode=1, episode_return=9.0) == (
         "episode 1 · step 9 · stopped (max steps) · return 9"
     )
+    board = step._replace(player=1, action=4, visit_counts=np.array([0, 0, 0, 0, 8]))
+    assert watch.caption(
+        "pgx:tic_tac_toe", board, episode=1, episode_return=0.0, two_player=True
+    ) == (
+        "episode 1 · step 3 · player 1 · action 4 (b2) · reward 1 · value 96.43 · "
+        "visits 0/0/0/0/8 · return 0"
+    )
 
 
 class ScriptedAgent:

@@ -26,11 +26,16 @@ FORMATS = (".svg", ".html")
 """The file suffixes :func:`write_watch` writes."""
 
 
-def caption(env_name: str, step: Step, *, episode: int, episode_return: float) -> str:
+def caption(
+    env_name: str, step: Step, *, episode: int, episode_return: float, two_player: bool = False
+) -> str:
     """The caption of one position: ``"episode 1 · step 3 · player 0 · action 1 (right) ·
-    reward 1 · value 0.93 · visits 2/14 · return 4"`` (the player only in two-player games, the
-    action, reward, value and visits only where an action was chosen, "end" at the last)."""
+    reward 1 · value 0.93 · visits 2/14 · return 4"``: the player to move only in a two-player
+    game (``two_player``), the action, its reward, the search's value and the root's visit counts
+    only where an action was chosen ("end", or "stopped (max steps)", at the last position)."""
     parts = [f"episode {episode}", f"step {step.index}"]
+    if two_player:
+        parts.append(f"player {step.player}")
     if step.action is None:
         parts.append("end" if step.done else "stopped (max steps)")
     else:
@@ -58,6 +63,7 @@ def watch_frames(
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"episodes {episodes!r} is invalid: allowed an integer >= 1")
     env_name = agent.env.name
+    two_player = agent.env.num_players == 2
     all_frames, captions, returns = [], [], []
     for episode, episode_key in enumerate(jax.random.split(key, episodes), start=1):
         steps = record_episode(agent, episode_key, max_steps=max_steps)
@@ -66,11 +72,17 @@ def watch_frames(
         total = 0.0
         for step in steps:
             all_frames.append(frames.draw(env_name, step.observation, step.backend, scale=scale))
-            captions.append(caption(env_name, step, episode=episode, episode_return=total))
+            captions.append(
+                caption(
+                    env_name, step, episode=episode, episode_return=total, two_player=two_player
+                )
+            )
             sign = 1.0 if agent.env.num_players == 1 or step.player == first_player else -1.0
             total += sign * step.reward
         # The last caption shows the episode's return, after its final reward.
-        captions[-1] = caption(env_name, steps[-1], episode=episode, episode_return=total)
+        captions[-1] = caption(
+            env_name, steps[-1], episode=episode, episode_return=total, two_player=two_player
+        )
         returns.append(total)
     return all_frames, captions, returns
 
