@@ -344,6 +344,13 @@ class RestoredRun(NamedTuple):
         return jax.tree.map(lambda x: x[index], tree)
 
 
+def open_read_only(workdir: str | Path) -> checkpoint_lib.Checkpointer:
+    """A read-only :class:`~mz_jax.run.checkpoint.Checkpointer` of ``workdir`` (close it after
+    use), without orbax's warning that a read-only manager is read-only."""
+    with _absl_warnings_silenced():
+        return checkpoint_lib.Checkpointer(workdir, read_only=True)
+
+
 def _check_seed_index(name: str, index: object, num_seeds: int, holder: str) -> None:
     """Raises unless ``index`` picks one of the ``num_seeds`` runs that ``holder`` holds."""
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < num_seeds:
@@ -385,8 +392,7 @@ def restore_run_state(
     )
     if not checkpoints.is_dir():
         raise no_checkpoint
-    with _absl_warnings_silenced():  # orbax warns that a read-only manager is read-only
-        checkpointer = checkpoint_lib.Checkpointer(workdir, read_only=True)
+    checkpointer = open_read_only(workdir)
     try:
         steps = checkpointer.steps()
         if not steps:

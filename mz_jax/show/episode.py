@@ -15,6 +15,7 @@ game itself (no automatic reset), so the last step holds the final board for dra
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -54,6 +55,87 @@ class Step(NamedTuple):
     done: bool
 
 
+class _Position(NamedTuple):
+    """Where an episode stands, as both kinds of environment report it.
+
+    ``state`` is what the next step takes (a pgx ``State``, or the :class:`EnvState`); ``backend``
+    the environment's own state to draw (None once a non-pgx episode has ended: it has reset).
+    ``reward`` and ``done`` are those of the transition that led here."""
+
+    state: Any
+    backend: Any
+    observation: np.ndarray
+    legal_action_mask: np.ndarray
+    player: int
+    reward: float
+    done: bool
+
+
+class _Stepper(NamedTuple):
+    """``start(key) -> _Position`` and ``advance(position, action, key) -> _Position``, jitted."""
+
+    start: Callable[[jax.Array], _Position]
+    advance: Callable[[_Position, int, jax.Array], _Position]
+
+
+def _stepper(env: Any) -> _Stepper:
+    """How to play ``env`` position by position: a pgx game on the game itself, without the
+    automatic reset (so the final board stays to be drawn); any other environment by its own
+    ``reset`` and ``step``, the final observation kept where the episode ends."""
+    if env.name.startswith(PGX_PREFIX):
+        game = pgx_game(env.name)
+        init, step = jax.jit(game.init), jax.jit(game.step)
+
+        def view(backend: Any, reward: float = 0.0) -> _Position:
+            return _Position(
+                state=backend,
+                backend=backend,
+                observation=np.asarray(backend.observation, np.float32),
+                legal_action_mask=np.asarray(backend.legal_action_mask, bool),
+                player=int(backend.current_player),
+                reward=reward,
+                done=bool(backend.terminated | backend.truncated),
+            )
+
+        def advance(position: _Position, action: int, key: jax.Array) -> _Position:
+            mover = int(position.state.current_player)
+            reached = step(position.state, jnp.int32(action), key)
+            return view(reached, float(reached.rewards[mover]))
+
+        return _Stepper(start=lambda key: view(init(key)), advance=advance)
+
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+
+    def start(key: jax.Array) -> _Position:
+        state, timestep = reset(key)
+        return _Position(
+            state=state,
+            backend=state.backend,
+            observation=np.asarray(timestep.observation, np.float32),
+            legal_action_mask=np.asarray(timestep.legal_action_mask, bool),
+            player=int(timestep.player),
+            reward=0.0,
+            done=False,
+        )
+
+    def advance(position: _Position, action: int, key: jax.Array) -> _Position:
+        state, timestep = step(key, position.state, jnp.int32(action))
+        done = bool(timestep.terminated | timestep.truncated)
+        return _Position(
+            state=state,
+            backend=None if done else state.backend,  # reset already: no state of the end
+            observation=np.asarray(
+                timestep.final_observation if done else timestep.observation, np.float32
+            ),
+            legal_action_mask=np.asarray(timestep.legal_action_mask, bool),
+            player=int(timestep.final_player if done else timestep.player),
+            reward=float(timestep.reward),
+            done=done,
+        )
+
+    return _Stepper(start=start, advance=advance)
+
+
 def record_episode(agent: Any, key: jax.Array, *, max_steps: int) -> list[Step]:
     """Plays one greedy episode of ``agent`` (an :class:`~mz_jax.run.agent.Agent`) and returns
     its positions: at most ``max_steps`` decisions, then the position reached.
@@ -64,90 +146,49 @@ def record_episode(agent: Any, key: jax.Array, *, max_steps: int) -> list[Step]:
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
         raise ValueError(f"max_steps {max_steps!r} is invalid: allowed an integer >= 1")
     env = agent.env
-    pgx = env.name.startswith(PGX_PREFIX)
-    if pgx:
-        game = pgx_game(env.name)
-        reset, step = jax.jit(game.init), jax.jit(lambda s, a, k: game.step(s, a, k))
-    else:
-        reset, step = jax.jit(env.reset), jax.jit(env.step)
+    stepper = _stepper(env)
     reset_key, key = jax.random.split(key)
-    if pgx:
-        backend = reset(reset_key)
-        observation, legal, player = _pgx_view(backend)
-    else:
-        state, timestep = reset(reset_key)
-        backend = state.backend
-        observation = np.asarray(timestep.observation, np.float32)
-        legal = np.asarray(timestep.legal_action_mask, bool)
-        player = int(timestep.player)
+    position = stepper.start(reset_key)
     steps: list[Step] = []
     for index in range(max_steps):
         search_key, step_key, key = jax.random.split(key, 3)
-        output, tree = agent.search_with_tree(search_key, observation[None], legal[None])
+        output, tree = agent.search_with_tree(
+            search_key, position.observation[None], position.legal_action_mask[None]
+        )
         action = int(output.action[0])
-        visits = np.asarray(tree.children_visits[0, 0, : env.num_actions], np.int64)
-        if pgx:
-            mover = int(backend.current_player)
-            backend_next = step(backend, jnp.int32(action), step_key)
-            reward = float(backend_next.rewards[mover])
-            done = bool(backend_next.terminated | backend_next.truncated)
-        else:
-            state, timestep = step(step_key, state, jnp.int32(action))
-            reward = float(timestep.reward)
-            done = bool(timestep.terminated | timestep.truncated)
+        reached = stepper.advance(position, action, step_key)
         steps.append(
             Step(
                 index=index,
-                observation=observation,
-                backend=backend,
-                player=player,
-                legal_action_mask=legal,
+                observation=position.observation,
+                backend=position.backend,
+                player=position.player,
+                legal_action_mask=position.legal_action_mask,
                 action=action,
-                reward=reward,
+                reward=reached.reward,
                 root_value=float(output.root_value[0]),
-                visit_counts=visits,
+                visit_counts=np.asarray(tree.children_visits[0, 0, : env.num_actions], np.int64),
                 done=False,
             )
         )
-        if pgx:
-            backend = backend_next
-            observation, legal, player = _pgx_view(backend)
-        elif done:
-            backend = None  # the environment has reset; its final observation is kept
-            observation = np.asarray(timestep.final_observation, np.float32)
-            legal = np.asarray(timestep.legal_action_mask, bool)
-            player = int(timestep.final_player)
-        else:
-            backend = state.backend
-            observation = np.asarray(timestep.observation, np.float32)
-            legal = np.asarray(timestep.legal_action_mask, bool)
-            player = int(timestep.player)
-        if done:
+        position = reached
+        if position.done:
             break
     steps.append(
         Step(
             index=len(steps),
-            observation=observation,
-            backend=backend,
-            player=player,
-            legal_action_mask=legal,
+            observation=position.observation,
+            backend=position.backend,
+            player=position.player,
+            legal_action_mask=position.legal_action_mask,
             action=None,
             reward=0.0,
             root_value=None,
             visit_counts=None,
-            done=done,
+            done=position.done,
         )
     )
     return steps
-
-
-def _pgx_view(backend: Any) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(observation, legal_action_mask, player)`` of a pgx state, as the adapter reports them."""
-    return (
-        np.asarray(backend.observation, np.float32),
-        np.asarray(backend.legal_action_mask, bool),
-        int(backend.current_player),
-    )
 
 
 def position_after(
@@ -161,17 +202,9 @@ def position_after(
       ValueError: for a move that is not an action, is illegal where it is played, or comes after
         the episode has ended.
     """
-    pgx = env.name.startswith(PGX_PREFIX)
+    stepper = _stepper(env)
     reset_key, key = jax.random.split(key)
-    if pgx:
-        game = pgx_game(env.name)
-        backend = game.init(reset_key)
-        observation, legal, _ = _pgx_view(backend)
-    else:
-        state, timestep = env.reset(reset_key)
-        backend = state.backend
-        observation = np.asarray(timestep.observation, np.float32)
-        legal = np.asarray(timestep.legal_action_mask, bool)
+    position = stepper.start(reset_key)
     for number, move in enumerate(moves, start=1):
         where = f"move {number} of {moves}"
         if not 0 <= move < env.num_actions:
@@ -179,21 +212,11 @@ def position_after(
                 f"{where}, {move}, is not an action of {env.name}: allowed 0 to "
                 f"{env.num_actions - 1}"
             )
-        if not legal[move]:
-            raise ValueError(
-                f"{where}, {move}, is illegal there: legal {np.flatnonzero(legal).tolist()}"
-            )
+        if not position.legal_action_mask[move]:
+            legal = np.flatnonzero(position.legal_action_mask).tolist()
+            raise ValueError(f"{where}, {move}, is illegal there: legal {legal}")
         step_key, key = jax.random.split(key)
-        if pgx:
-            backend = game.step(backend, jnp.int32(move), step_key)
-            observation, legal, _ = _pgx_view(backend)
-            done = bool(backend.terminated | backend.truncated)
-        else:
-            state, timestep = env.step(step_key, state, jnp.int32(move))
-            backend = state.backend
-            observation = np.asarray(timestep.observation, np.float32)
-            legal = np.asarray(timestep.legal_action_mask, bool)
-            done = bool(timestep.terminated | timestep.truncated)
-        if done:
+        position = stepper.advance(position, move, step_key)
+        if position.done:
             raise ValueError(f"{where}, {move}, ends the episode: there is no position to search")
-    return observation, legal, backend
+    return position.observation, position.legal_action_mask, position.backend

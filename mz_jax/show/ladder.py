@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -29,7 +28,7 @@ import numpy as np
 from mz_jax.envs import Env
 from mz_jax.mcts import baseline
 from mz_jax.run import checkpoint as checkpoint_lib
-from mz_jax.run.agent import Agent, restore_run_state
+from mz_jax.run.agent import Agent, open_read_only, restore_run_state
 from mz_jax.run.resume import read_config
 from mz_jax.show.elo import elo_ratings
 from mz_jax.show.match import (
@@ -150,13 +149,7 @@ class Ladder(NamedTuple):
 
 def kept_steps(workdir: str | Path) -> list[int]:
     """The steps of the complete checkpoints kept in ``workdir``, oldest first (reads only)."""
-    absl_logger = logging.getLogger("absl")
-    level = absl_logger.level
-    absl_logger.setLevel(logging.ERROR)  # orbax warns that a read-only manager is read-only
-    try:
-        checkpointer = checkpoint_lib.Checkpointer(workdir, read_only=True)
-    finally:
-        absl_logger.setLevel(level)
+    checkpointer = open_read_only(workdir)
     try:
         return checkpointer.steps()
     finally:
