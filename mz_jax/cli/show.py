@@ -20,24 +20,28 @@ from typing import Any
 from mz_jax.cli.errors import EXIT_FAILED, EXIT_IO_ERROR, PROG, CliError
 
 
-def _parser(command: str, description: str) -> argparse.ArgumentParser:
+def _parser(command: str, description: str, *, step: bool = True) -> argparse.ArgumentParser:
+    """The options every command here shares; ``--step`` where it reads one checkpoint."""
     parser = argparse.ArgumentParser(
         prog=f"{PROG} {command}", description=description, allow_abbrev=False
     )
     parser.add_argument("--workdir", required=True, help="the run's directory (holds config.json)")
-    parser.add_argument(
-        "--step",
-        type=int,
-        default=None,
-        help="the checkpoint of this step (a name under checkpoints/), not the newest",
-    )
+    if step:
+        parser.add_argument(
+            "--step",
+            type=int,
+            default=None,
+            help="the checkpoint of this step (a name under checkpoints/), not the newest",
+        )
     parser.add_argument(
         "--seed-index",
         type=int,
         default=0,
         help="which run of a multi-seed run (trained with --num-seeds) (default 0)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the episodes or games (default 0)"
+    )
     return parser
 
 
@@ -241,14 +245,13 @@ def play(argv: list[str]) -> int:
 
 
 def ladder(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog=f"{PROG} ladder",
-        description="Rate a run's kept checkpoints (and baseline players) by round-robin matches "
-        "on one Elo scale, or, in a single-player environment, by their greedy returns; prints a "
-        "table and writes ladder.json and ladder.png.",
-        allow_abbrev=False,
+    parser = _parser(
+        "ladder",
+        "Rate a run's kept checkpoints (and baseline players) by round-robin matches on one Elo "
+        "scale, or, in a single-player environment, by their greedy returns; prints a table and "
+        "writes ladder.json and ladder.png.",
+        step=False,
     )
-    parser.add_argument("--workdir", required=True, help="the run's directory (holds config.json)")
     parser.add_argument(
         "--players",
         nargs="*",
@@ -276,10 +279,6 @@ def ladder(argv: list[str]) -> int:
         default=2,
         help="uniformly random moves that open each game, so that greedy agents meet in varied "
         "positions (default 2)",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
-    parser.add_argument(
-        "--seed-index", type=int, default=0, help="which run of a multi-seed run (default 0)"
     )
     parser.add_argument(
         "--out", default=None, help="directory for ladder.json and ladder.png (default WORKDIR)"

@@ -15,6 +15,7 @@ game itself (no automatic reset), so the last step holds the final board for dra
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -78,13 +79,20 @@ class _Stepper(NamedTuple):
     advance: Callable[[_Position, int, jax.Array], _Position]
 
 
+@functools.cache
+def jitted_pgx_game(env_name: str) -> tuple[Callable, Callable]:
+    """pgx's ``init(key)`` and ``step(state, action, key)`` of the game ``env_name``
+    (``"pgx:<id>"``), jitted once a game; they do not reset at the end of a game."""
+    game = pgx_game(env_name)
+    return jax.jit(game.init), jax.jit(game.step)
+
+
 def _stepper(env: Any) -> _Stepper:
     """How to play ``env`` position by position: a pgx game on the game itself, without the
     automatic reset (so the final board stays to be drawn); any other environment by its own
     ``reset`` and ``step``, the final observation kept where the episode ends."""
     if env.name.startswith(PGX_PREFIX):
-        game = pgx_game(env.name)
-        init, step = jax.jit(game.init), jax.jit(game.step)
+        init, step = jitted_pgx_game(env.name)
 
         def view(backend: Any, reward: float = 0.0) -> _Position:
             return _Position(

@@ -14,7 +14,6 @@ index; ``pass`` passes where the game has a pass action (othello, go).
 
 from __future__ import annotations
 
-import functools
 import re
 import string
 import sys
@@ -25,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mz_jax.envs.pgx_adapter import pgx_game
+from mz_jax.show.episode import jitted_pgx_game
 from mz_jax.types import Array
 
 EMPTY, FIRST, SECOND = -1, 0, 1
@@ -228,13 +227,6 @@ def _read_move(layout: _Layout, env_name: str, state, stdin: TextIO, stdout: Tex
             print(error, file=stdout)
 
 
-@functools.cache
-def _jitted_game(env_name: str) -> tuple[Callable, Callable]:
-    """pgx's ``init(key)`` and ``step(state, action, key)`` for ``env_name``, jitted once."""
-    game = pgx_game(env_name)
-    return jax.jit(game.init), jax.jit(game.step)
-
-
 def _result_line(result: int) -> str:
     return {1: "You win.", 0: "Draw.", -1: "The agent wins."}[result]
 
@@ -272,7 +264,7 @@ def play_in_terminal(
     layout = _layout(env_name)
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
-    init, step = _jitted_game(env_name)
+    init, step = jitted_pgx_game(env_name)
     key = jax.random.key(0) if key is None else key
     key, init_key = jax.random.split(key)
     state = init(init_key)
