@@ -168,6 +168,8 @@ class _StopSignals:
     def __init__(self, *, stream: TextIO | None = None) -> None:
         self.received: int | None = None
         self._stream = stream
+        self._acknowledging = threading.Lock()
+        self._acknowledged = False
         self._previous = {
             signum: signal.signal(signum, self._handle)
             for signum in (signal.SIGTERM, signal.SIGINT)
@@ -188,13 +190,23 @@ class _StopSignals:
         pipe is closed."""
         while data := os.read(self._read_fd, 64):
             if {signal.SIGTERM, signal.SIGINT} & set(data):
-                try:
-                    print(self.ACKNOWLEDGEMENT, file=self._stream or sys.stdout, flush=True)
-                except (OSError, ValueError):  # the console went away; the loop still stops
-                    pass
+                self.acknowledge()
                 break
         while os.read(self._read_fd, 64):  # drains the pipe until it is closed
             pass
+
+    def acknowledge(self) -> None:
+        """Prints the acknowledgement, once whoever calls first: the watcher thread, or the loop
+        about to stop (when it saw the signal before the thread ran), so that it always comes
+        before the loop's own lines about stopping."""
+        with self._acknowledging:  # the loop waits while the thread is printing it
+            if self._acknowledged:
+                return
+            self._acknowledged = True
+            try:
+                print(self.ACKNOWLEDGEMENT, file=self._stream or sys.stdout, flush=True)
+            except (OSError, ValueError):  # the console went away; the loop still stops
+                pass
 
     def restore(self) -> None:
         signal.set_wakeup_fd(self._previous_wakeup_fd)
@@ -268,6 +280,7 @@ class _Run:
             if max_iterations is not None and self.iterations_this_call >= max_iterations:
                 break
             if stop.received is not None:
+                stop.acknowledge()
                 print(f"signal {stop.received} received: saving and stopping", flush=True)
                 break
             self._step()
